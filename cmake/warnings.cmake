@@ -1,0 +1,16 @@
+# Warnings are errors for every target of ours (CI builds with -Werror).
+set(MOE_CXX_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers -Werror)
+set(MOE_CUDA_FLAGS -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo
+    -Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings)
+
+if(MOE_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# moe_target_defaults(target): warnings and the CUDA target flags for one of our targets.
+function(moe_target_defaults target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:${MOE_CXX_WARNINGS}>
+    $<$<COMPILE_LANGUAGE:CUDA>:${MOE_CUDA_FLAGS}>)
+endfunction()
