@@ -1,0 +1,8 @@
+#pragma once
+// One function per `moe` subcommand. Each returns the process exit code; argv excludes the subcommand name.
+namespace moe::cli {
+
+int cmd_check(int argc, char** argv);
+int cmd_gen_case(int argc, char** argv);
+
+}  // namespace moe::cli

@@ -1,0 +1,9 @@
+// Linked when the build has no CUDA: the cuda backend explains itself instead of crashing.
+#include "core/error.h"
+#include "moe/backend.h"
+
+namespace moe {
+std::unique_ptr<MoeBackend> make_cuda_backend() {
+  fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");
+}
+}  // namespace moe

@@ -1,0 +1,25 @@
+#pragma once
+// A backend runs one fused MoE call of a case. The CPU reference is one; CUDA is another; `--tp N` wraps either in
+// the sharded runner of the layout plan.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moe/case_file.h"
+
+namespace moe {
+
+class MoeBackend {
+ public:
+  virtual ~MoeBackend() = default;
+  virtual std::string name() const = 0;
+  // out [M, H] fp32 (an engine's bf16 output widened). poison: fill every output and workspace with NaN first.
+  virtual void run(const MoeCase& c, bool poison, float* out) = 0;
+};
+
+std::unique_ptr<MoeBackend> make_cpu_backend();
+// Throws InputError when the build has no CUDA or the machine has no GPU.
+std::unique_ptr<MoeBackend> make_cuda_backend();
+std::unique_ptr<MoeBackend> make_backend(const std::string& name);
+
+}  // namespace moe

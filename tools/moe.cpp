@@ -1,0 +1,51 @@
+// moe: one binary, one subcommand per job.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"check", moe::cli::cmd_check, "run a case file: --case FILE [--backend cpu|cuda] [--tp N] [--poison]"},
+    {"gen-case", moe::cli::cmd_gen_case,
+     "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] [--I] ..."},
+};
+
+void usage() {
+  std::fprintf(stderr, "usage: moe <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::string(argv[1]) != c.name) continue;
+    try {
+      return c.run(argc - 2, argv + 2);
+    } catch (const moe::InputError& e) {
+      std::fprintf(stderr, "moe %s: %s\n", c.name, e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "moe %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "moe: unknown command '%s'\n", argv[1]);
+  usage();
+  return 2;
+}
