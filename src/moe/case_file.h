@@ -7,7 +7,7 @@
 
 #include "moe/expert_weights.h"
 #include "moe/moe_config.h"
-#include "moe/tensor_source.h"
+#include "io/tensor_source.h"
 
 namespace moe {
 

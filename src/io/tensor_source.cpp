@@ -1,4 +1,4 @@
-#include "moe/tensor_source.h"
+#include "io/tensor_source.h"
 
 #include <algorithm>
 
