@@ -26,7 +26,7 @@ namespace {
 using moe::tok::Tokenizer;
 
 Tokenizer load(const std::vector<std::string>& args) {
-  std::string json, dir, vocab, merges, added;
+  std::string json, dir, vocab, merges, added, config;
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
     const std::string& key = args[i];
     const std::string& value = args[i + 1];
@@ -40,15 +40,18 @@ Tokenizer load(const std::vector<std::string>& args) {
       merges = value;
     else if (key == "--added")
       added = value;
+    else if (key == "--config")
+      config = value;
     else
       moe::fail_input("unknown option ", key);
   }
   if (!json.empty()) return Tokenizer::from_tokenizer_json(json);
   if (!dir.empty()) return Tokenizer::from_model_dir(dir);
   moe::require_input(!vocab.empty() && !merges.empty(), "need --json, --dir or --vocab + --merges");
-  return Tokenizer::from_vocab_merges(
-      vocab, merges, std::nullopt,
-      added.empty() ? std::nullopt : std::optional<std::filesystem::path>(added));
+  const auto optional_path = [](const std::string& p) {
+    return p.empty() ? std::nullopt : std::optional<std::filesystem::path>(p);
+  };
+  return Tokenizer::from_vocab_merges(vocab, merges, optional_path(config), optional_path(added));
 }
 
 int encode_lines(const Tokenizer& tokenizer) {
