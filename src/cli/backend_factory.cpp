@@ -1,5 +1,5 @@
 #include "core/error.h"
-#include "moe/backend.h"
+#include "layout/backend.h"
 
 namespace moe {
 

@@ -8,7 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "moe/backend.h"
+#include "layout/backend.h"
 #include "moe/compare.h"
 #include "moe/reference.h"
 #include "layout/tp_runner.h"
@@ -44,11 +44,7 @@ int cmd_check(int argc, char** argv) {
     if (a.flag("verbose")) report_routing(c);
     std::vector<float> out(static_cast<size_t>(c.M * c.weights.hidden));
     const auto t0 = std::chrono::steady_clock::now();
-    if (tp == 1) {
-      backend->run(c, a.flag("poison"), out.data());
-    } else {
-      run_tensor_parallel(c, static_cast<int>(tp), *backend, a.flag("poison"), out.data());
-    }
+    run_tensor_parallel(c, static_cast<int>(tp), *backend, a.flag("poison"), out.data());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const Comparison cmp = compare(out.data(), c.expected_out.as<float>(), static_cast<int64_t>(out.size()));
     if (a.flag("verbose"))

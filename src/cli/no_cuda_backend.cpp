@@ -1,6 +1,6 @@
 // Linked when the build has no CUDA: the cuda backend explains itself instead of crashing.
 #include "core/error.h"
-#include "moe/backend.h"
+#include "layout/backend.h"
 
 namespace moe {
 std::unique_ptr<MoeBackend> make_cuda_backend() {

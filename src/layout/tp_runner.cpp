@@ -20,6 +20,11 @@ layout::MoeLayerSpec layer_spec_of(const MoeCase& c) {
 void run_tensor_parallel(const MoeCase& c, int tp_size, MoeBackend& backend, bool poison, float* out) {
   const int64_t n = c.M * c.weights.hidden;
   std::vector<float> partial(static_cast<size_t>(n));
+  if (tp_size == 1) {
+    const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(c), layout::Parallelism{});
+    backend.run(c, layout::shard_moe_weights(c.weights, plan), poison, out);
+    return;
+  }
   std::fill(out, out + n, 0.0f);
   for (int rank = 0; rank < tp_size; ++rank) {
     layout::Parallelism par;
@@ -27,9 +32,7 @@ void run_tensor_parallel(const MoeCase& c, int tp_size, MoeBackend& backend, boo
     par.tp_size = tp_size;
     const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(c), par);
     layout::RankWeights rw = layout::shard_moe_weights(c.weights, plan);
-    MoeCase rank_case = c;
-    rank_case.weights = rw.view;
-    backend.run(rank_case, poison, partial.data());
+    backend.run(c, rw, poison, partial.data());
     for (int64_t i = 0; i < n; ++i) out[i] += partial[static_cast<size_t>(i)];
   }
 }

@@ -1,10 +1,9 @@
 #pragma once
 // Runs a case as N tensor-parallel ranks would: each rank's shard from the layout plan, run on a backend, the
-// partial outputs summed in rank order (what an all-reduce computes).
-#include "moe/backend.h"
-#include "moe/case_file.h"
-
+// partial outputs summed in rank order (what an all-reduce computes). N = 1 is the plain single-GPU call.
+#include "layout/backend.h"
 #include "layout/plan.h"
+#include "moe/case_file.h"
 
 namespace moe {
 

@@ -1,10 +1,11 @@
 #pragma once
-// A backend runs one fused MoE call of a case. The CPU reference is one; CUDA is another; `--tp N` wraps either in
-// the sharded runner of the layout plan.
+// A backend runs one fused MoE call of a case on one rank's weights in the engine layout (the layout plan's
+// buffers). The CPU reference is one backend; CUDA is another. `moe check` with or without `--tp N` drives both the
+// same way: shard with the plan, run every rank, sum.
 #include <memory>
 #include <string>
-#include <vector>
 
+#include "layout/shard.h"
 #include "moe/case_file.h"
 
 namespace moe {
@@ -14,7 +15,7 @@ class MoeBackend {
   virtual ~MoeBackend() = default;
   virtual std::string name() const = 0;
   // out [M, H] fp32 (an engine's bf16 output widened). poison: fill every output and workspace with NaN first.
-  virtual void run(const MoeCase& c, bool poison, float* out) = 0;
+  virtual void run(const MoeCase& c, const layout::RankWeights& rank, bool poison, float* out) = 0;
 };
 
 std::unique_ptr<MoeBackend> make_cpu_backend();
