@@ -48,10 +48,13 @@ std::optional<int32_t> AddedVocabulary::id_of(std::string_view content) const {
 
 namespace {
 
-// Rust's char::is_alphanumeric plus '_', which is what HF's single_word test looks at.
+// HF tests single_word with the Rust regex `\w`: Alphabetic, marks, decimal digits, connector punctuation
+// (e.g. '_') and the join controls ZWNJ/ZWJ.
 bool is_word_char(char32_t c) {
-  return c == '_' || u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_ALPHABETIC) ||
-         (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0;
+  const auto cp = static_cast<UChar32>(c);
+  constexpr uint32_t kWordCategories = U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK;
+  return u_hasBinaryProperty(cp, UCHAR_ALPHABETIC) || (U_GET_GC_MASK(cp) & kWordCategories) != 0 ||
+         u_hasBinaryProperty(cp, UCHAR_JOIN_CONTROL);
 }
 
 bool is_white_space(char32_t c) {

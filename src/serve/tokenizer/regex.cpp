@@ -50,7 +50,8 @@ Regex::Regex(std::string pattern, bool literal)
     : pattern_(std::move(pattern)), literal_(literal), compiled_(std::make_unique<Compiled>()) {
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2_LITERAL refuses PCRE2_UCP (and needs no Unicode classes anyway).
+  const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(), options,
                                   &error, &error_offset, nullptr);
   if (compiled_->code == nullptr)

@@ -38,6 +38,57 @@ def build_hf_qwen2(fixtures):
     return tok
 
 
+# Other pipelines checkpoints use, on the same vocabulary: (name, pre-tokenizer, BPE options, extra added tokens).
+def variant_configs():
+    from tokenizers import AddedToken, Regex, pre_tokenizers
+    llama3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+              r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+    added = [AddedToken("<tag>", lstrip=True, special=False, normalized=False),
+             AddedToken("<|im_end|>", rstrip=True, special=True, normalized=False),
+             AddedToken("cat", single_word=True, special=False, normalized=False),
+             AddedToken("café", special=False, normalized=True),
+             AddedToken("<tag>x", special=False, normalized=False)]
+    return [
+        ("gpt2-style", pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True), {}, []),
+        ("llama3-style", pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(llama3), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), {"ignore_merges": True}, []),
+        ("split-behaviors", pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=False),
+            pre_tokenizers.Split(Regex(r"\p{Han}+"), behavior="merged_with_previous"),
+            pre_tokenizers.Split(" ", behavior="merged_with_next"),
+            pre_tokenizers.Split(Regex(r"[.,!?]"), behavior="contiguous", invert=True),
+            pre_tokenizers.Split(Regex(r"\t"), behavior="removed"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), {}, []),
+        ("added-token-flags", pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), {}, added),
+    ]
+
+
+def with_added_tokens(rng, text):
+    """Inserts added-token text at random places, with and without surrounding whitespace and words."""
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(text) + 1)
+        snippet = rng.choice(["<tag>", "<tag>x", " <|im_end|>  ", "cat", " cat ", "concat", "café", "cafe\u0301",
+                              "   <tag> ", "<|im_end|>\n", "cat's"])
+        text = text[:at] + snippet + text[at:]
+    return text
+
+
+def build_hf_variant(fixtures, pre_tokenizer, bpe_options, added):
+    from tokenizers import Tokenizer, decoders, models, normalizers
+    tok = Tokenizer(models.BPE.from_file(os.path.join(fixtures, "vocab.json"), os.path.join(fixtures, "merges.txt"),
+                                         **bpe_options))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.ByteLevel()
+    from tokenizers import AddedToken
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS[:2]])
+    tok.add_tokens(added)
+    return tok
+
+
 def hf_results(tok, texts):
     results = []
     for text in texts:
@@ -113,6 +164,14 @@ def main():
         trained = Tokenizer.from_file(os.path.join(trained_dir, "tokenizer.json"))
         failures += compare("trained", texts, run_tool(args.tool, ["--dir", trained_dir], texts),
                             hf_results(trained, texts))
+        # Other pre-tokenizers, BPE options and added-token flags, on a subset with added tokens inserted.
+        rng = random.Random(7)
+        subset = [with_added_tokens(rng, t) for t in texts[:5000]]
+        for name, pre_tokenizer, bpe_options, added in variant_configs():
+            variant = build_hf_variant(args.fixtures, pre_tokenizer, bpe_options, added)
+            path = os.path.join(tmp, name + ".json")
+            variant.save(path)
+            failures += compare(name, subset, run_tool(args.tool, ["--json", path], subset), hf_results(variant, subset))
     print("OK" if failures == 0 else f"FAILED: {failures} mismatching strings")
     return 0 if failures == 0 else 1
 

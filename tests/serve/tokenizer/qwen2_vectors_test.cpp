@@ -116,7 +116,8 @@ TEST(Qwen2Stream, ChunksAreValidUtf8AndConcatenateToDecode) {
   SKIP_WITHOUT_SHARED();
   const Tokenizer& t = qwen2();
   const std::string text =
-      "Emoji 😶‍🌫️ 👨‍👩‍👧‍👦 🏳️‍🌈 and CJK 你好世界，今天天气很好。 "
+      "Emoji 😶‍🌫️ 👨‍👩‍👧‍👦 🏳️‍🌈 and CJK "
+      "你好世界，今天天气很好。 "
       "日本語のテキスト "
       "한국어 "
       "Devanagari नमस्ते, Arabic مرحبا <|im_end|> end";
