@@ -38,6 +38,7 @@ class Tokenizer {
   // parse_special = false treats special-token text (e.g. "<|im_start|>") in `text` as plain text; use it for
   // user-supplied content. Invalid UTF-8 in `text` is replaced by U+FFFD first.
   std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const;
+  // Ids that are in neither the vocabulary nor the added tokens are skipped, as HF does.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
   // An added token's content or a vocabulary entry (in the byte alphabet, e.g. "Ġhello").

@@ -14,8 +14,8 @@ inline constexpr char32_t kReplacementChar = 0xFFFD;
 // Appends the UTF-8 encoding of `cp` (which must be a Unicode scalar value) to `out`.
 void append_utf8(std::string& out, char32_t cp);
 
-// Length of the valid UTF-8 sequence starting at s[pos], or 0 when the bytes there are not a complete valid
-// sequence. `complete` is false when the bytes are a valid prefix cut short by the end of `s`.
+// What the bytes at s[pos] are: one whole valid scalar value, one maximal invalid subpart (which becomes one
+// U+FFFD), or a valid start that the end of `s` cuts short (a stream may still complete it).
 struct Utf8Step {
   size_t valid_len = 0;    // >0: a whole valid scalar value of this many bytes
   size_t invalid_len = 0;  // >0: this many bytes form one maximal invalid subpart (one U+FFFD)

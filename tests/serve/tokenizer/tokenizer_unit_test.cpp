@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 #include "serve/tokenizer/bpe_trainer.h"
@@ -165,6 +167,28 @@ TEST(Stream, InvalidBytesAreReplacedNotHeldForever) {
   EXPECT_EQ(t.decode(std::vector<int32_t>{f0, x9f, a}), "\uFFFDa");
   EXPECT_EQ(stream.push(f0), "");
   EXPECT_EQ(stream.finish(), "\uFFFD");
+}
+
+TEST(Threads, ConcurrentEncodesAgree) {
+  // The word cache is shared between threads; results must not depend on who filled it.
+  const Tokenizer t = small_tokenizer();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i)
+    texts.push_back(kCorpus.substr(static_cast<size_t>(i) % 50) + std::to_string(i));
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::string& text : texts) expected.push_back(Tokenizer(t.to_spec()).encode(text));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int th = 0; th < 4; ++th)
+    threads.emplace_back([&, th] {
+      for (int round = 0; round < 20; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i * 7 + static_cast<size_t>(th + round)) % texts.size();
+          if (t.encode(texts[k]) != expected[k]) ++mismatches;
+        }
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(Errors, UnknownIdsAndBadFiles) {
