@@ -19,6 +19,13 @@ const Command kCommands[] = {
     {"check", moe::cli::cmd_check, "run a case file: --case FILE [--backend cpu|cuda] [--tp N] [--poison]"},
     {"gen-case", moe::cli::cmd_gen_case,
      "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] [--I] ..."},
+    {"logits", moe::cli::cmd_logits,
+     "one prefill: --model DIR --tokens 1,2,3 [--backend cpu] --out FILE.safetensors (logits [T,V], input_ids)"},
+    {"run", moe::cli::cmd_run,
+     "generate: --model DIR --prompt-tokens 1,2,3 --max-tokens N [--temperature T] [--top-k K] [--top-p P] [--seed S]"},
+    {"gen-model", moe::cli::cmd_gen_model,
+     "random checkpoint: --out DIR [--shape tiny|small|qwen3-30b-a3b|qwen3-235b-a22b] [--format bf16|fp8_block] "
+     "[--layers N] [--seed S]"},
 };
 
 void usage() {

@@ -1,0 +1,15 @@
+#include "core/error.h"
+#include "io/hf_checkpoint.h"
+#include "model/backend.h"
+#include "model/cpu_backend.h"
+
+namespace moe::model {
+
+std::unique_ptr<ModelBackend> open_model_backend(const std::string& dir, const std::string& backend,
+                                                 const BackendOptions& opts) {
+  require_input(backend == "cpu", "--backend '", backend, "': only the cpu model backend exists so far");
+  const auto ckpt = HfCheckpoint::open(dir, opts.verbose);
+  return make_cpu_model_backend(load_model_weights(*ckpt, opts.verbose), opts);
+}
+
+}  // namespace moe::model
