@@ -66,9 +66,14 @@ def make_environment():
     return env
 
 
+_compiled = {}
+
+
 def render_python(env, template, context):
     try:
-        return {"output": env.from_string(template).render(**context)}
+        if template not in _compiled:
+            _compiled[template] = env.from_string(template)
+        return {"output": _compiled[template].render(**context)}
     except RaisedByTemplate as e:
         return {"error": str(e), "raised": True}
     except Exception as e:  # noqa: BLE001 - any jinja2/Python error must be an error on our side too
