@@ -27,7 +27,7 @@ Value lookup_path(const Value& item, const std::string& path) {
 }
 
 Value lower_if_string(const Value& v, bool case_sensitive) {
-  return !case_sensitive && v.is_string() ? Value(ascii_lower(v.as_string())) : v;
+  return !case_sensitive && v.is_string() ? Value(python_lower(v.as_string())) : v;
 }
 
 // select / reject / selectattr / rejectattr share jinja2's select_or_reject.

@@ -199,8 +199,8 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& args
     bool has_chars = chars && !chars->is_none();
     return Value(python_strip(soft_str(v), has_chars ? &chars->as_string() : nullptr, true, true));
   }
-  if (name == "upper") return no_args(), Value(ascii_upper(soft_str(v)));
-  if (name == "lower") return no_args(), Value(ascii_lower(soft_str(v)));
+  if (name == "upper") return no_args(), Value(python_upper(soft_str(v)));
+  if (name == "lower") return no_args(), Value(python_lower(soft_str(v)));
   if (name == "title") return no_args(), Value(jinja_title(soft_str(v)));
   if (name == "capitalize") return no_args(), Value(python_capitalize(soft_str(v)));
   if (name == "escape" || name == "e") return no_args(), Value(html_escape(soft_str(v)));

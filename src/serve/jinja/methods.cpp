@@ -100,8 +100,8 @@ Value string_method(const std::string& name, const Value& self, const CallArgs& 
   if (name == "rfind") return find_method(self, args, true, false);
   if (name == "index") return find_method(self, args, false, true);
   if (name == "count") return count_method(self, args);
-  if (name == "upper") return no_args(), Value(ascii_upper(s));
-  if (name == "lower" || name == "casefold") return no_args(), Value(ascii_lower(s));
+  if (name == "upper") return no_args(), Value(python_upper(s));
+  if (name == "lower" || name == "casefold") return no_args(), Value(python_lower(s));
   if (name == "title") return no_args(), Value(python_title(s));
   if (name == "capitalize") return no_args(), Value(python_capitalize(s));
   if (name == "swapcase") return no_args(), Value(ascii_swapcase(s));

@@ -172,15 +172,61 @@ std::string python_replace(std::string_view s, std::string_view old, std::string
   return out;
 }
 
-std::string ascii_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_upper(c);
+namespace {
+
+// Simple case mapping for the scripts chat content commonly uses (Latin-1, Latin Extended-A, Greek,
+// Cyrillic); other code points are left alone.
+uint32_t lower_code_point(uint32_t c) {
+  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    if (c == 0x178) return 0xFF;
+    if (odd_upper ? (c % 2 == 1) : (c % 2 == 0)) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+
+uint32_t upper_code_point(uint32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
+  if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    if (odd_upper ? (c % 2 == 0) : (c % 2 == 1)) return c - 1;
+    return c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+  if (c == 0x3C2) return 0x3A3;  // final sigma
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+
+}  // namespace
+
+std::string python_upper(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) {
+    uint32_t cp = next_code_point(s, pos);
+    if (cp == 0xDF) {
+      out += "SS";  // German sharp s upper-cases to two letters, as in Python
+    } else {
+      append_utf8(out, upper_code_point(cp));
+    }
+  }
   return out;
 }
 
-std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_lower(c);
+std::string python_lower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) append_utf8(out, lower_code_point(next_code_point(s, pos)));
   return out;
 }
 
@@ -202,7 +248,7 @@ std::string python_title(std::string_view s) {
 }
 
 std::string python_capitalize(std::string_view s) {
-  std::string out = ascii_lower(s);
+  std::string out = python_lower(s);
   if (!out.empty()) out[0] = to_upper(out[0]);
   return out;
 }

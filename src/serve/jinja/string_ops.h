@@ -18,8 +18,8 @@ std::vector<std::string> python_split_whitespace(std::string_view s, int64_t max
 std::vector<std::string> python_splitlines(std::string_view s);
 std::string python_replace(std::string_view s, std::string_view old, std::string_view replacement,
                            int64_t count);
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+std::string python_upper(std::string_view s);
+std::string python_lower(std::string_view s);
 std::string ascii_swapcase(std::string_view s);
 std::string python_title(std::string_view s);
 std::string python_capitalize(std::string_view s);
