@@ -1,6 +1,7 @@
 # Warnings are errors for every target of ours (CI builds with -Werror).
 # -Wno-restrict: g++ 12 reports false positives inside std::string at -O3 (GCC bug 105329).
 set(MOE_CXX_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers -Wno-restrict -Werror)
+
 set(MOE_CUDA_FLAGS -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo
     -Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings)
 

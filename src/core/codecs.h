@@ -2,6 +2,7 @@
 // Scalar codecs of FORMATS.md section 1: bf16, fp8 e4m3fn, e8m0 and e2m1 (fp4), bit-exact, round to nearest
 // even. Header-only and usable from CUDA device code too, so the kernels and the reference share one definition.
 #include <cmath>
+#include <math.h>
 #include <cstdint>
 #include <cstring>
 
@@ -115,6 +116,17 @@ MOE_HD uint8_t f32_to_e2m1(float f) {
   else if (a <= 5.0f) c = 6;
   else c = 7;
   return static_cast<uint8_t>(sign | c);
+}
+
+// MX shared exponent as the MX quantisers pick it: X = 2^(floor(log2(amax)) - 2) as an e8m0 code clamped to
+// [0, 254]; amax 0 (or NaN) gives code 0.
+MOE_HD uint8_t mx_scale_code(float amax) {
+  if (!(amax > 0.0f)) return 0;
+  int e = 0;
+  frexpf(amax, &e);  // amax = f * 2^e with f in [0.5, 1): floor(log2(amax)) = e - 1, exactly
+  int code = (e - 1) - 2 + 127;
+  code = code < 0 ? 0 : (code > 254 ? 254 : code);
+  return static_cast<uint8_t>(code);
 }
 
 }  // namespace moe

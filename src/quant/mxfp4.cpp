@@ -7,13 +7,7 @@
 
 namespace moe {
 
-uint8_t mxfp4_scale_code(float amax) {
-  if (!(amax > 0)) return 0;
-  int e = 0;
-  std::frexp(amax, &e);  // amax = f * 2^e with f in [0.5, 1): floor(log2(amax)) = e - 1, exactly
-  const int code = (e - 1) - 2 + 127;
-  return static_cast<uint8_t>(std::clamp(code, 0, 254));
-}
+uint8_t mxfp4_scale_code(float amax) { return mx_scale_code(amax); }
 
 void quantize_mxfp4(const float* w, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
   const int64_t groups = cols / kMxfp4Group;

@@ -1,0 +1,255 @@
+// Stage 1 (x · W13ᵀ, SiLU(gate) * up, bf16 h) and stage 2 (h · W2ᵀ) of the fused MoE for small token counts per
+// expert: a grouped GEMV on CUDA cores that streams each touched expert's weights once per pass of up to kTokens
+// tokens. One block = one active expert x one tile of weight rows; lanes of a row group split K, each lane keeps
+// fp32 partial sums in a fixed order (deterministic, batch invariant), then a shuffle tree reduces them.
+#include <cuda_runtime.h>
+
+#include "core/codecs.h"
+#include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/launchers.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/weight_decode.cuh"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTokens = 4;  // tokens per pass over the weights
+
+struct Tile {
+  int lanes_per_row;  // LPR: lanes that split one row's K
+  int rows;           // weight rows per block
+};
+
+template <WFormat F>
+Tile choose_tile(int K) {
+  constexpr int kElems = WeightTraits<F>::kElems, kRows = WeightTraits<F>::kRows;
+  const int chunks = K / kElems;
+  int best = 32, best_waste = 1 << 30;
+  for (int lpr : {32, 16, 8}) {
+    const int waste = (chunks + lpr - 1) / lpr * lpr - chunks;
+    if (waste < best_waste) best = lpr, best_waste = waste;
+  }
+  return {best, kWarps * (32 / best) * kRows};
+}
+
+__device__ __forceinline__ float activation(const ActivationParams& p, float g, float u) {
+  if (p.act == Act::Silu) return g / (1.0f + expf(-g)) * u;
+  g = fminf(g, p.swiglu_limit);
+  u = fminf(fmaxf(u, -p.swiglu_limit), p.swiglu_limit);
+  return g / (1.0f + expf(-p.swiglu_alpha * g)) * (u + 1.0f);
+}
+
+// Where a stage-1 or stage-2 weight row lives, and its scale row.
+template <WFormat F, int STAGE>
+struct RowRef {
+  const uint8_t* w = nullptr;
+  const void* scale = nullptr;
+  bool valid = false;
+};
+
+template <WFormat F, int STAGE>
+__device__ __forceinline__ RowRef<F, STAGE> row_ref(const ExpertWeightsDev& w, int e, int tile_row0, int r,
+                                                    int tile_rows) {
+  RowRef<F, STAGE> ref;
+  constexpr int kX2 = WeightTraits<F>::kElemBytesX2;
+  const int H = w.hidden, P = w.inter;
+  if (STAGE == 1) {
+    const int half_rows = tile_rows / 2;
+    const int half = r / half_rows, n = tile_row0 + r % half_rows;  // gate rows, then up rows of the same n
+    if (n >= P) return ref;
+    const size_t row_bytes = static_cast<size_t>(H) * kX2 / 2;
+    const size_t srow = static_cast<size_t>(half) * P + n;
+    ref.w = w.w13 + (static_cast<size_t>(e) * 2 * P + srow) * row_bytes;
+    if (F == WFormat::Fp8Block) {
+      const int hb = (H + 127) / 128;
+      ref.scale = static_cast<const float*>(w.w13_scale) +
+                  (static_cast<size_t>(e) * 2 * w.scale_blocks + half * w.scale_blocks + (n + w.phase) / 128) * hb;
+    } else if (F == WFormat::Mxfp4) {
+      ref.scale = static_cast<const uint8_t*>(w.w13_scale) + (static_cast<size_t>(e) * 2 * P + srow) * (H / 32);
+    }
+  } else {
+    const int h = tile_row0 + r;
+    if (h >= H) return ref;
+    const size_t row_bytes = static_cast<size_t>(P) * kX2 / 2;
+    ref.w = w.w2 + (static_cast<size_t>(e) * H + h) * row_bytes;
+    if (F == WFormat::Fp8Block) {
+      ref.scale = static_cast<const float*>(w.w2_scale) +
+                  (static_cast<size_t>(e) * ((H + 127) / 128) + h / 128) * w.scale_blocks;
+    } else if (F == WFormat::Mxfp4) {
+      ref.scale = static_cast<const uint8_t*>(w.w2_scale) + (static_cast<size_t>(e) * H + h) * (P / 32);
+    }
+  }
+  ref.valid = true;
+  return ref;
+}
+
+// Scale of the chunk starting at element k0 of a row (its K phase included).
+template <WFormat F>
+__device__ __forceinline__ float chunk_scale(const void* scale, int k0, int k_phase) {
+  if (F == WFormat::Fp8Block) return static_cast<const float*>(scale)[(k0 + k_phase) / 128];
+  if (F == WFormat::Mxfp4) return e8m0_to_f32(static_cast<const uint8_t*>(scale)[k0 / 32]);
+  return 1.0f;
+}
+
+// Loads the pass's token rows into shared memory as floats and quantises them as the kernels' inputs are.
+template <int STAGE>
+__device__ void load_activations(const GemvArgs& a, float* act, int K, int pair0, int nt) {
+  for (int t = 0; t < kTokens; ++t) {
+    float* row = act + t * K;
+    if (t >= nt) {
+      for (int k = threadIdx.x; k < K; k += blockDim.x) row[k] = 0.0f;
+      continue;
+    }
+    const int pair = a.g.sorted_pairs[pair0 + t];
+    const uint16_t* src = STAGE == 1 ? a.x + static_cast<size_t>(pair / a.g.pair_div) * K
+                                     : a.h + static_cast<size_t>(pair) * K;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) row[k] = bf16_to_f32(src[k]);
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32;
+  if (warp < nt) warp_quantize_row(a.act.quant, act + warp * K, K, STAGE == 1 ? 0 : a.w.phase);
+  __syncthreads();
+}
+
+template <WFormat F, int STAGE>
+__global__ void __launch_bounds__(kThreads) expert_gemv_kernel(GemvArgs a, Tile tile) {
+  using Tr = WeightTraits<F>;
+  constexpr int R = Tr::kRows, E = Tr::kElems;
+  const int num_active = *a.g.num_active;
+  if (static_cast<int>(blockIdx.x) >= num_active) return;
+  const int expert = a.g.active[blockIdx.x];
+  const int pair_begin = a.g.offsets[expert], pair_end = a.g.offsets[expert + 1];
+  const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
+  const int k_phase = STAGE == 1 ? 0 : a.w.phase;
+  const int LPR = tile.lanes_per_row, groups = 32 / LPR;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int lg = lane % LPR;
+  const int row0 = (warp * groups + lane / LPR) * R;  // this lane group's first row in the tile
+  const int tile_row0 = blockIdx.y * (STAGE == 1 ? tile.rows / 2 : tile.rows);
+  const int chunks = K / E;
+
+  extern __shared__ float smem[];
+  float* act = smem;                   // [kTokens][K]
+  float* res = smem + kTokens * K;     // [kTokens][tile.rows]
+
+  RowRef<F, STAGE> rows[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) rows[r] = row_ref<F, STAGE>(a.w, expert, tile_row0, row0 + r, tile.rows);
+
+  for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
+    const int nt = min(kTokens, pair_end - p0);
+    __syncthreads();  // the previous pass is done with act and res
+    load_activations<STAGE>(a, act, K, p0, nt);
+
+    float acc[kTokens][R];
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
+
+#pragma unroll 2
+    for (int j = lg; j < chunks; j += LPR) {
+      const int k0 = j * E;
+      uint4 raw[R];
+      float sw[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        raw[r] = rows[r].valid ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
+                               : make_uint4(0, 0, 0, 0);
+        sw[r] = rows[r].valid ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
+      }
+      float wv[R][E];
+#pragma unroll
+      for (int r = 0; r < R; ++r) decode16<F>(raw[r], wv[r]);
+#pragma unroll
+      for (int t = 0; t < kTokens; ++t) {
+        if (t >= nt) break;
+        const float4* av4 = reinterpret_cast<const float4*>(act + t * K + k0);
+        float part[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) part[r] = 0.0f;
+#pragma unroll
+        for (int q = 0; q < E / 4; ++q) {
+          const float4 av = av4[q];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            part[r] = fmaf(wv[r][4 * q], av.x, part[r]);
+            part[r] = fmaf(wv[r][4 * q + 1], av.y, part[r]);
+            part[r] = fmaf(wv[r][4 * q + 2], av.z, part[r]);
+            part[r] = fmaf(wv[r][4 * q + 3], av.w, part[r]);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[t][r] = fmaf(part[r], sw[r], acc[t][r]);
+      }
+    }
+
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float v = acc[t][r];
+        for (int off = LPR / 2; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
+        if (lg == 0 && row0 + r < tile.rows) res[t * tile.rows + row0 + r] = v;
+      }
+    }
+    __syncthreads();
+
+    if (STAGE == 1) {
+      const int half = tile.rows / 2, P = a.w.inter;
+      for (int i = threadIdx.x; i < nt * half; i += blockDim.x) {
+        const int t = i / half, n = i % half, col = tile_row0 + n;
+        if (col >= P) continue;
+        float g = res[t * tile.rows + n], u = res[t * tile.rows + half + n];
+        if (a.w.w13_bias) {
+          g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
+          u += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
+        }
+        const int pair = a.g.sorted_pairs[p0 + t];
+        a.h[static_cast<size_t>(pair) * P + col] = f32_to_bf16(activation(a.act, g, u));
+      }
+    } else {
+      const int H = a.w.hidden;
+      for (int i = threadIdx.x; i < nt * tile.rows; i += blockDim.x) {
+        const int t = i / tile.rows, r = i % tile.rows, hrow = tile_row0 + r;
+        if (hrow >= H) continue;
+        float v = res[t * tile.rows + r];
+        if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + hrow];
+        const int pair = a.g.sorted_pairs[p0 + t];
+        a.y[static_cast<size_t>(pair) * H + hrow] = v;
+      }
+    }
+  }
+}
+
+template <WFormat F, int STAGE>
+void launch_stage(const GemvArgs& a, cudaStream_t stream) {
+  const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
+  const Tile tile = choose_tile<F>(K);
+  const int out_rows = STAGE == 1 ? a.w.inter : a.w.hidden;
+  const int per_block = STAGE == 1 ? tile.rows / 2 : tile.rows;
+  const dim3 grid(a.max_groups, (out_rows + per_block - 1) / per_block);
+  const size_t smem = sizeof(float) * (static_cast<size_t>(kTokens) * K + static_cast<size_t>(kTokens) * tile.rows);
+  auto kernel = expert_gemv_kernel<F, STAGE>;
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<grid, kThreads, smem, stream>>>(a, tile);
+  MOE_CUDA_CHECK_LAUNCH();
+}
+
+template <int STAGE>
+void dispatch(const GemvArgs& a, cudaStream_t stream) {
+  switch (a.w.format) {
+    case WFormat::Bf16: launch_stage<WFormat::Bf16, STAGE>(a, stream); break;
+    case WFormat::Fp8Block: launch_stage<WFormat::Fp8Block, STAGE>(a, stream); break;
+    case WFormat::Mxfp4: launch_stage<WFormat::Mxfp4, STAGE>(a, stream); break;
+  }
+}
+
+}  // namespace
+
+void launch_stage1(const GemvArgs& a, cudaStream_t stream) { dispatch<1>(a, stream); }
+void launch_stage2(const GemvArgs& a, cudaStream_t stream) { dispatch<2>(a, stream); }
+
+}  // namespace moe::cuda

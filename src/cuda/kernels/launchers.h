@@ -1,0 +1,61 @@
+#pragma once
+// Host-side launchers of the fused MoE kernels (each next to its kernel in a .cu file).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/moe_params.h"
+
+namespace moe::cuda {
+
+struct RouteArgs {
+  RouterParams router;
+  const float* logits;  // [M, E]
+  int* topk_ids;        // [M, K]
+  float* topk_weights;  // [M, K]
+  // Shared expert (all null when the layer has none).
+  const uint16_t* x;                 // [M, H] bf16, for the shared gate
+  int hidden;
+  const float* shared_gate_weight;   // [H] or null (gate = 1)
+  float* shared_gate_out;            // [M]
+  int* shared_pairs;                 // [M]
+  int* shared_offsets;               // [2]
+  int* shared_active;                // [1]
+  int* shared_num_active;            // [1]
+};
+void launch_route(const RouteArgs& a, int M, cudaStream_t stream);
+
+struct AlignArgs {
+  const int* topk_ids;  // [n_pairs]
+  int n_pairs, num_experts;
+  int* offsets;       // [E + 1]
+  int* sorted_pairs;  // [n_pairs]
+  int* active;        // [E]
+  int* num_active;    // [1]
+};
+void launch_align(const AlignArgs& a, cudaStream_t stream);
+
+struct GemvArgs {
+  ExpertWeightsDev w;
+  GroupingDev g;
+  ActivationParams act;
+  const uint16_t* x;  // stage 1 input [tokens, H] bf16
+  uint16_t* h;        // stage 1 output, stage 2 input [pairs, P] bf16
+  float* y;           // stage 2 output [pairs, H] fp32
+  int max_groups;     // grid bound on active experts
+};
+void launch_stage1(const GemvArgs& a, cudaStream_t stream);
+void launch_stage2(const GemvArgs& a, cudaStream_t stream);
+
+struct CombineArgs {
+  const float* y;             // [M*K, H]
+  const int* topk_ids;        // [M, K]
+  const float* topk_weights;  // [M, K]
+  const float* y_shared;      // [M, H] or null
+  const float* shared_gate;   // [M]
+  int top_k, hidden;
+  uint16_t* out;              // [M, H] bf16
+};
+void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
+
+}  // namespace moe::cuda

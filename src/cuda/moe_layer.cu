@@ -1,0 +1,190 @@
+#include "cuda/moe_layer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "cuda/kernels/launchers.h"
+#include "quant/fp8_block.h"
+
+namespace moe::cuda {
+namespace {
+
+DeviceBuffer upload(const Tensor& t) {
+  DeviceBuffer b(t.nbytes());
+  if (t.nbytes()) b.upload(t.data(), t.nbytes());
+  return b;
+}
+
+WFormat to_device(WeightFormat f) {
+  return f == WeightFormat::Bf16 ? WFormat::Bf16 : f == WeightFormat::Fp8Block ? WFormat::Fp8Block : WFormat::Mxfp4;
+}
+
+int elems_per_16_bytes(WeightFormat f) { return f == WeightFormat::Bf16 ? 8 : f == WeightFormat::Fp8Block ? 16 : 32; }
+
+DeviceProjection upload_projection(const layout::RankProjection& p, WeightFormat f, int experts, int hidden,
+                                   const layout::InterShard& in) {
+  DeviceProjection d;
+  d.w13 = upload(p.w13);
+  d.w13_scale = upload(p.w13_scale);
+  d.w2 = upload(p.w2);
+  d.w2_scale = upload(p.w2_scale);
+  d.w13_bias = upload(p.w13_bias);
+  d.w2_bias = upload(p.w2_bias);
+  ExpertWeightsDev& v = d.view;
+  v.format = to_device(f);
+  v.num_experts = experts;
+  v.hidden = hidden;
+  v.inter = static_cast<int>(in.padded);
+  v.phase = static_cast<int>(in.block_phase);
+  v.scale_blocks = static_cast<int>(in.scale_blocks);
+  v.w13 = d.w13.as<uint8_t>();
+  v.w2 = d.w2.as<uint8_t>();
+  v.w13_scale = d.w13_scale.get();
+  v.w2_scale = d.w2_scale.get();
+  v.w13_bias = d.w13_bias.bytes() ? d.w13_bias.as<float>() : nullptr;
+  v.w2_bias = d.w2_bias.bytes() ? d.w2_bias.as<float>() : nullptr;
+  return d;
+}
+
+void check_kernel_shapes(const MoeConfig& cfg, int64_t H, const layout::InterShard& in, const char* what) {
+  const int64_t el = elems_per_16_bytes(cfg.format);
+  require_input(H % el == 0, "cuda backend: hidden size ", H, " must be a multiple of ", el, " for ",
+                format_name(cfg.format));
+  require_input(in.padded % el == 0, "cuda backend: ", what, " padded intermediate ", in.padded,
+                " must be a multiple of ", el);
+  if (cfg.format == WeightFormat::Fp8Block)
+    require_input(in.block_phase % 16 == 0, "cuda backend: ", what, " fp8 block phase ", in.block_phase,
+                  " must be a multiple of 16 (I / TP a multiple of 16)");
+  if (cfg.act_quant == ActQuant::Mxfp4)
+    require_input(H % 32 == 0 && in.padded % 32 == 0, "cuda backend: mxfp4 activations need H and I multiples of 32");
+}
+
+}  // namespace
+
+DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& rank) : cfg_(cfg) {
+  const layout::MoeLayerPlan& plan = rank.plan;
+  num_experts_ = static_cast<int>(plan.experts_local);
+  hidden_ = static_cast<int>(plan.spec.hidden);
+  require_input(num_experts_ <= 1024, "cuda backend: at most 1024 experts per rank, got ", num_experts_);
+  require_input(cfg.router.top_k <= 64, "cuda backend: top_k above 64");
+  require_input(cfg.router.n_group <= 64, "cuda backend: n_group above 64");
+  check_kernel_shapes(cfg, hidden_, plan.inter, "experts");
+  experts_ = upload_projection(*rank.experts, cfg.format, num_experts_, hidden_, plan.inter);
+  weight_bytes_ = rank.experts->w13.nbytes() + rank.experts->w2.nbytes() + rank.experts->w13_scale.nbytes() +
+                  rank.experts->w2_scale.nbytes();
+  if (rank.shared) {
+    check_kernel_shapes(cfg, hidden_, *plan.shared_inter, "shared expert");
+    shared_ = upload_projection(*rank.shared, cfg.format, 1, hidden_, *plan.shared_inter);
+    const auto& gw = rank.view.shared->gate_weight;
+    if (!gw.empty()) {
+      shared_gate_ = DeviceBuffer(gw.size() * sizeof(float));
+      shared_gate_.upload(gw.data(), gw.size() * sizeof(float));
+    }
+  }
+  if (!rank.view.router_bias.empty()) {
+    router_bias_ = DeviceBuffer(rank.view.router_bias.size() * sizeof(float));
+    router_bias_.upload(rank.view.router_bias.data(), rank.view.router_bias.size() * sizeof(float));
+  }
+}
+
+MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_tokens_(max_tokens) {
+  const size_t M = static_cast<size_t>(max_tokens), K = static_cast<size_t>(layer.config().router.top_k);
+  const size_t E = static_cast<size_t>(layer.num_experts()), H = static_cast<size_t>(layer.hidden());
+  const size_t P = static_cast<size_t>(layer.experts().view.inter);
+  topk_ids = DeviceBuffer(M * K * 4);
+  topk_weights = DeviceBuffer(M * K * 4);
+  offsets = DeviceBuffer((E + 1) * 4);
+  sorted_pairs = DeviceBuffer(M * K * 4);
+  active = DeviceBuffer(E * 4);
+  num_active = DeviceBuffer(4);
+  h = DeviceBuffer(M * K * P * 2);
+  y = DeviceBuffer(M * K * H * 4);
+  if (const DeviceProjection* s = layer.shared()) {
+    const size_t Ps = static_cast<size_t>(s->view.inter);
+    shared_gate = DeviceBuffer(M * 4);
+    shared_pairs = DeviceBuffer(M * 4);
+    shared_offsets = DeviceBuffer(2 * 4);
+    shared_active = DeviceBuffer(4);
+    shared_num_active = DeviceBuffer(4);
+    shared_h = DeviceBuffer(M * Ps * 2);
+    shared_y = DeviceBuffer(M * H * 4);
+  }
+}
+
+void MoeWorkspace::poison(cudaStream_t s) {
+  for (DeviceBuffer* b : {&topk_ids, &topk_weights, &offsets, &sorted_pairs, &active, &num_active, &h, &y,
+                          &shared_gate, &shared_pairs, &shared_offsets, &shared_active, &shared_num_active, &shared_h,
+                          &shared_y})
+    b->poison(s);
+}
+
+void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits, int M,
+               uint16_t* out, cudaStream_t stream) {
+  require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ", ws.max_tokens(), "]");
+  const MoeConfig& cfg = layer.config();
+  const int K = cfg.router.top_k, E = layer.num_experts();
+  const DeviceProjection* shared = layer.shared();
+
+  RouteArgs ra{};
+  ra.router = {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
+               : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
+                                                            : Router::SigmoidGrouped,
+               E, K, cfg.router.n_group, cfg.router.topk_group, cfg.router.renormalize,
+               cfg.router.routed_scaling_factor, layer.router_bias()};
+  ra.logits = router_logits;
+  ra.topk_ids = ws.topk_ids.as<int>();
+  ra.topk_weights = ws.topk_weights.as<float>();
+  ra.x = x;
+  ra.hidden = layer.hidden();
+  if (shared) {
+    ra.shared_gate_weight = layer.shared_gate_weight();
+    ra.shared_gate_out = ws.shared_gate.as<float>();
+    ra.shared_pairs = ws.shared_pairs.as<int>();
+    ra.shared_offsets = ws.shared_offsets.as<int>();
+    ra.shared_active = ws.shared_active.as<int>();
+    ra.shared_num_active = ws.shared_num_active.as<int>();
+  }
+  launch_route(ra, M, stream);
+  MOE_CUDA_CHECK_LAUNCH();
+
+  AlignArgs aa{ws.topk_ids.as<int>(), M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
+               ws.num_active.as<int>()};
+  launch_align(aa, stream);
+  MOE_CUDA_CHECK_LAUNCH();
+
+  const ActivationParams act{cfg.activation == Activation::Silu ? Act::Silu : Act::SwigluOai,
+                             cfg.act_quant == ActQuant::None        ? AQuant::None
+                             : cfg.act_quant == ActQuant::Fp8_1x128 ? AQuant::Fp8
+                                                                    : AQuant::Mxfp4,
+                             cfg.swiglu_alpha, cfg.swiglu_limit};
+  GemvArgs g{};
+  g.w = layer.experts().view;
+  g.g = {ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K};
+  g.act = act;
+  g.x = x;
+  g.h = ws.h.as<uint16_t>();
+  g.y = ws.y.as<float>();
+  g.max_groups = std::min(E, M * K);
+  launch_stage1(g, stream);
+  launch_stage2(g, stream);
+
+  if (shared) {
+    GemvArgs s = g;
+    s.w = shared->view;
+    s.g = {ws.shared_offsets.as<int>(), ws.shared_pairs.as<int>(), ws.shared_active.as<int>(),
+           ws.shared_num_active.as<int>(), 1};
+    s.h = ws.shared_h.as<uint16_t>();
+    s.y = ws.shared_y.as<float>();
+    s.max_groups = 1;
+    launch_stage1(s, stream);
+    launch_stage2(s, stream);
+  }
+
+  CombineArgs ca{ws.y.as<float>(), ws.topk_ids.as<int>(), ws.topk_weights.as<float>(),
+                 shared ? ws.shared_y.as<float>() : nullptr, shared ? ws.shared_gate.as<float>() : nullptr, K,
+                 layer.hidden(), out};
+  launch_combine(ca, M, stream);
+  MOE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace moe::cuda

@@ -1,0 +1,65 @@
+#pragma once
+// One rank's MoE layer on the GPU: the layout plan's engine-layout buffers uploaded once, plus the routing and
+// activation semantics. fused_moe() runs the whole op on a stream with no host synchronisation, from
+// preallocated workspaces, so it can be captured in a CUDA graph.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <optional>
+
+#include "cuda/device_buffer.h"
+#include "cuda/moe_params.h"
+#include "layout/shard.h"
+#include "moe/moe_config.h"
+
+namespace moe::cuda {
+
+struct DeviceProjection {
+  DeviceBuffer w13, w13_scale, w2, w2_scale, w13_bias, w2_bias;
+  ExpertWeightsDev view{};
+};
+
+class DeviceMoeLayer {
+ public:
+  // Uploads `rank`'s buffers; throws InputError for shapes the kernels cannot take.
+  DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& rank);
+
+  const MoeConfig& config() const { return cfg_; }
+  int num_experts() const { return num_experts_; }
+  int hidden() const { return hidden_; }
+  const DeviceProjection& experts() const { return experts_; }
+  const DeviceProjection* shared() const { return shared_ ? &*shared_ : nullptr; }
+  const float* router_bias() const { return router_bias_.as<float>(); }
+  const float* shared_gate_weight() const { return shared_gate_.as<float>(); }
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  MoeConfig cfg_;
+  int num_experts_ = 0, hidden_ = 0;
+  DeviceProjection experts_;
+  std::optional<DeviceProjection> shared_;
+  DeviceBuffer router_bias_, shared_gate_;
+  size_t weight_bytes_ = 0;
+};
+
+// Workspaces for calls of up to max_tokens tokens.
+class MoeWorkspace {
+ public:
+  MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens);
+  int max_tokens() const { return max_tokens_; }
+  // Fills every workspace buffer with NaN / -1 (tests and `moe check --poison`).
+  void poison(cudaStream_t s);
+
+  DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
+  DeviceBuffer h, y;
+  DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h, shared_y;
+
+ private:
+  int max_tokens_;
+};
+
+// out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
+void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits, int M,
+               uint16_t* out, cudaStream_t stream);
+
+}  // namespace moe::cuda
