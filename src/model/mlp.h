@@ -11,9 +11,11 @@ namespace moe::model {
 // quantise their inputs per token per 1x128 group.
 void dense_mlp(const DenseMlpWeights& w, const float* x, int64_t M, float* out);
 
-// out [M, H] = the fused MoE of FORMATS.md section 4 on x. Note that the fused op rounds the expert's SiLU
-// output h to bf16 before the down projection (what every engine kernel does); an fp32 HF model keeps it in
-// fp32, which moves the logits of the tiny test models by ~1e-4 relative L2.
+// out [M, H] = the MoE layer on x: router logits = x · gateᵀ in fp32, routing by moe::route_tokens. Quantised
+// experts (fp8 / mxfp4) run through the fused MoE reference (moe::reference_experts, FORMATS.md section 4),
+// which rounds the expert's h to bf16 before quantising it, as every engine kernel does. Unquantised (bf16)
+// experts keep h in fp32, as the fp32 HF model does: the fused op's bf16 rounding of h alone moves the tiny
+// test models' logits by ~9e-4 relative L2, nearly the whole 1e-3 budget of the model check.
 void moe_mlp(const MoeLayerWeights& w, const float* x, int64_t M, float* out);
 
 }  // namespace moe::model
