@@ -19,6 +19,8 @@ const Command kCommands[] = {
     {"check", moe::cli::cmd_check, "run a case file: --case FILE [--backend cpu|cuda] [--tp N] [--poison]"},
     {"gen-case", moe::cli::cmd_gen_case,
      "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] [--I] ..."},
+    {"inspect", moe::cli::cmd_inspect,
+     "a checkpoint's per-layer plan, tuned configs and tensor validation: --model DIR [--tp N]"},
     {"logits", moe::cli::cmd_logits,
      "one prefill: --model DIR --tokens 1,2,3 [--backend cpu] --out FILE.safetensors (logits [T,V], input_ids)"},
     {"run", moe::cli::cmd_run,
