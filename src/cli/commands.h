@@ -5,6 +5,7 @@ namespace moe::cli {
 int cmd_check(int argc, char** argv);
 int cmd_gen_case(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_gen_model(int argc, char** argv);

@@ -7,3 +7,10 @@ std::unique_ptr<MoeBackend> make_cuda_backend() {
   fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");
 }
 }  // namespace moe
+
+#include "cuda/bench.h"
+namespace moe::cuda {
+int run_moe_bench(const BenchOptions&) {
+  fail_input("moe bench: this build of moe has no CUDA backend (nvcc was not found at configure time)");
+}
+}  // namespace moe::cuda

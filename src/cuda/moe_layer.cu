@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "cuda/kernels/launchers.h"
+#include "cuda/random_fill.h"
 #include "quant/fp8_block.h"
 
 namespace moe::cuda {
@@ -75,6 +76,8 @@ DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& 
   if (rank.shared) {
     check_kernel_shapes(cfg, hidden_, *plan.shared_inter, "shared expert");
     shared_ = upload_projection(*rank.shared, cfg.format, 1, hidden_, *plan.shared_inter);
+    shared_bytes_ = rank.shared->w13.nbytes() + rank.shared->w2.nbytes() + rank.shared->w13_scale.nbytes() +
+                    rank.shared->w2_scale.nbytes();
     const auto& gw = rank.view.shared->gate_weight;
     if (!gw.empty()) {
       shared_gate_ = DeviceBuffer(gw.size() * sizeof(float));
@@ -85,6 +88,62 @@ DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& 
     router_bias_ = DeviceBuffer(rank.view.router_bias.size() * sizeof(float));
     router_bias_.upload(rank.view.router_bias.data(), rank.view.router_bias.size() * sizeof(float));
   }
+}
+
+namespace {
+
+DeviceBuffer random_buffer(DType t, const Shape& s, RandomKind kind, uint64_t seed) {
+  if (s.empty()) return DeviceBuffer();
+  DeviceBuffer b(static_cast<size_t>(numel(s)) * dtype_size(t));
+  fill_random(b.get(), b.bytes(), kind, seed);
+  return b;
+}
+
+DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShapes& shp, int experts, int hidden,
+                                   const layout::InterShard& in, uint64_t seed, size_t* bytes) {
+  DeviceProjection d;
+  const RandomKind wk = f == WeightFormat::Bf16 ? RandomKind::Bf16 : f == WeightFormat::Fp8Block ? RandomKind::Fp8 : RandomKind::Bytes;
+  const RandomKind sk = f == WeightFormat::Fp8Block ? RandomKind::Fp32Scale : RandomKind::E8m0Scale;
+  const DType wt = f == WeightFormat::Bf16 ? DType::BF16 : DType::U8;
+  const DType st = f == WeightFormat::Fp8Block ? DType::F32 : DType::U8;
+  d.w13 = random_buffer(wt, shp.w13, wk, seed);
+  d.w2 = random_buffer(wt, shp.w2, wk, seed + 1);
+  d.w13_scale = random_buffer(st, shp.w13_scale, sk, seed + 2);
+  d.w2_scale = random_buffer(st, shp.w2_scale, sk, seed + 3);
+  *bytes = d.w13.bytes() + d.w2.bytes() + d.w13_scale.bytes() + d.w2_scale.bytes();
+  ExpertWeightsDev& v = d.view;
+  v.format = to_device(f);
+  v.num_experts = experts;
+  v.hidden = hidden;
+  v.inter = static_cast<int>(in.padded);
+  v.phase = static_cast<int>(in.block_phase);
+  v.scale_blocks = static_cast<int>(in.scale_blocks);
+  v.w13 = d.w13.as<uint8_t>();
+  v.w2 = d.w2.as<uint8_t>();
+  v.w13_scale = d.w13_scale.get();
+  v.w2_scale = d.w2_scale.get();
+  return d;
+}
+
+}  // namespace
+
+DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed) {
+  DeviceMoeLayer l(cfg);
+  l.num_experts_ = static_cast<int>(plan.experts_local);
+  l.hidden_ = static_cast<int>(plan.spec.hidden);
+  check_kernel_shapes(cfg, l.hidden_, plan.inter, "experts");
+  l.experts_ = random_projection(cfg.format, plan.experts, l.num_experts_, l.hidden_, plan.inter, seed, &l.weight_bytes_);
+  if (plan.shared) {
+    l.shared_ = random_projection(cfg.format, *plan.shared, 1, l.hidden_, *plan.shared_inter, seed + 10, &l.shared_bytes_);
+    l.shared_gate_ = DeviceBuffer(static_cast<size_t>(l.hidden_) * 4);
+    fill_random(l.shared_gate_.get(), l.shared_gate_.bytes(), RandomKind::Fp32Small, seed + 20);
+  }
+  if (cfg.router.kind == RouterKind::SigmoidGrouped) {
+    l.router_bias_ = DeviceBuffer(static_cast<size_t>(l.num_experts_) * 4);
+    fill_random(l.router_bias_.get(), l.router_bias_.bytes(), RandomKind::Fp32Small, seed + 21);
+  }
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+  return l;
 }
 
 MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_tokens_(max_tokens) {

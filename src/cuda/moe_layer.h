@@ -23,6 +23,8 @@ class DeviceMoeLayer {
  public:
   // Uploads `rank`'s buffers; throws InputError for shapes the kernels cannot take.
   DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& rank);
+  // Random weights of the plan's shapes made directly in GPU memory (benchmarks: no 30 GB of host data).
+  static DeviceMoeLayer random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed);
 
   const MoeConfig& config() const { return cfg_; }
   int num_experts() const { return num_experts_; }
@@ -31,15 +33,18 @@ class DeviceMoeLayer {
   const DeviceProjection* shared() const { return shared_ ? &*shared_ : nullptr; }
   const float* router_bias() const { return router_bias_.as<float>(); }
   const float* shared_gate_weight() const { return shared_gate_.as<float>(); }
-  size_t weight_bytes() const { return weight_bytes_; }
+  // Bytes of weights and scales one expert's w13 + w2 occupy (what a call reads per touched expert).
+  size_t bytes_per_expert() const { return weight_bytes_ / static_cast<size_t>(num_experts_); }
+  size_t shared_bytes() const { return shared_bytes_; }
 
  private:
+  explicit DeviceMoeLayer(const MoeConfig& cfg) : cfg_(cfg) {}
   MoeConfig cfg_;
   int num_experts_ = 0, hidden_ = 0;
   DeviceProjection experts_;
   std::optional<DeviceProjection> shared_;
   DeviceBuffer router_bias_, shared_gate_;
-  size_t weight_bytes_ = 0;
+  size_t weight_bytes_ = 0, shared_bytes_ = 0;
 };
 
 // Workspaces for calls of up to max_tokens tokens.

@@ -1,0 +1,41 @@
+// moe bench: the fused MoE benchmark (see src/cuda/bench.h) with named shapes and an M sweep.
+#include <cstdio>
+#include <sstream>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "cuda/bench.h"
+
+namespace moe::cli {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args a(argc, argv, {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8"}, {});
+  cuda::BenchOptions o;
+  o.shapes = split(a.str("shapes", "qwen3-30b-a3b"));
+  o.formats = split(a.str("formats", "fp8_block,bf16"));
+  for (const std::string& m : split(a.str("M", "1,2,4,8,16,32,64,128,256,1024,4096"))) {
+    char* end = nullptr;
+    const long v = std::strtol(m.c_str(), &end, 10);
+    require_input(*end == '\0' && v >= 1 && v <= 65536, "--M: bad token count '", m, "'");
+    o.Ms.push_back(static_cast<int>(v));
+  }
+  o.copies = static_cast<int>(a.integer("copies", 8));
+  o.json_path = a.str("json", "");
+  o.peak_tflops_bf16 = a.number("peak-bf16", 0);
+  o.peak_tflops_fp8 = a.number("peak-fp8", 0);
+  return cuda::run_moe_bench(o);
+}
+
+}  // namespace moe::cli
