@@ -39,6 +39,10 @@ struct BackendOptions {
   int64_t page_size = 16;
   int64_t num_pages = 256;
   bool verbose = false;  // loading progress on stderr
+  // Tensor parallelism (docs/tensor-parallel.md). On the cpu backend tp_size > 1 is the simulated mode: every
+  // rank's shard runs in turn and the partial outputs are summed at each all-reduce point.
+  int tp_size = 1;
+  bool expert_parallel = false;  // MoE layers split the experts over the ranks instead of each expert's rows
 };
 
 // Opens a model directory on `backend` ("cpu"; "cuda" once it exists). Throws InputError for unknown names.

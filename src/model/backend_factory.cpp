@@ -2,6 +2,7 @@
 #include "io/hf_checkpoint.h"
 #include "model/backend.h"
 #include "model/cpu_backend.h"
+#include "model/tp_weights.h"
 
 namespace moe::model {
 
@@ -9,6 +10,7 @@ std::unique_ptr<ModelBackend> open_model_backend(const std::string& dir, const s
                                                  const BackendOptions& opts) {
   require_input(backend == "cpu", "--backend '", backend, "': only the cpu model backend exists so far");
   const auto ckpt = HfCheckpoint::open(dir, opts.verbose);
+  if (opts.tp_size > 1) return make_cpu_model_backend(load_tp_rank_weights(*ckpt, opts), opts);
   return make_cpu_model_backend(load_model_weights(*ckpt, opts.verbose), opts);
 }
 

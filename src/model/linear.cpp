@@ -1,5 +1,7 @@
 #include "model/linear.h"
 
+#include <algorithm>
+
 #include "core/codecs.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -17,12 +19,48 @@ float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
+namespace {
+
+// Activation quantisation of one row whose groups start `phase` into the grid: a shorter first group, then
+// full ones (phase 0: the usual groups).
+void quantize_row(ActQuant q, const float* x, int64_t n, int64_t phase, float* out) {
+  const int64_t first = phase == 0 ? 0 : std::min(n, kFp8ActGroup - phase);
+  if (first > 0) fake_quantize(q, x, first, out);
+  if (n > first) fake_quantize(q, x + first, n - first, out + first);
+}
+
+}  // namespace
+
+Linear Linear::slice_rows(int64_t begin, int64_t count) const {
+  require(begin >= 0 && count > 0 && begin + count <= rows, "'", name, "': row slice [", begin, ", ",
+          begin + count, ") outside ", rows, " rows");
+  Linear s = *this;
+  s.rows = count;
+  s.weight.assign(weight.begin() + begin * cols, weight.begin() + (begin + count) * cols);
+  return s;
+}
+
+Linear Linear::slice_cols(int64_t begin, int64_t count) const {
+  require(begin >= 0 && count > 0 && begin + count <= cols, "'", name, "': column slice [", begin, ", ",
+          begin + count, ") outside ", cols, " columns");
+  require(act_quant == ActQuant::None || act_quant == ActQuant::Fp8_1x128, "'", name,
+          "': only fp8 1x128 activation groups can be split between ranks");
+  Linear s = *this;
+  s.cols = count;
+  s.act_group_phase = (act_group_phase + begin) % kFp8ActGroup;
+  s.weight.resize(static_cast<size_t>(rows * count));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(weight.begin() + r * cols + begin, count, s.weight.begin() + r * count);
+  return s;
+}
+
 void Linear::forward(const float* x, int64_t M, float* y) const {
   std::vector<float> a;
   const bool quantise = act_quant != ActQuant::None;
   if (quantise) {
     a.resize(static_cast<size_t>(M * cols));
-    for (int64_t t = 0; t < M; ++t) fake_quantize(act_quant, x + t * cols, cols, a.data() + t * cols);
+    for (int64_t t = 0; t < M; ++t)
+      quantize_row(act_quant, x + t * cols, cols, act_group_phase, a.data() + t * cols);
   }
   const float* in = quantise ? a.data() : x;
   parallel_for(rows, [&](int64_t begin, int64_t end) {

@@ -18,10 +18,18 @@ struct Linear {
   WeightFormat format = WeightFormat::Bf16;
   ActQuant act_quant = ActQuant::None;
   std::vector<float> weight;  // [rows, cols] fp32
+  // Where this linear's input starts inside the checkpoint's 1x128 activation-quant grid: 0, except for a
+  // row-parallel TP shard whose first input column is not on a group boundary (model/tp_plan.h).
+  int64_t act_group_phase = 0;
 
   // y [M, rows] = x [M, cols] · Wᵀ; every output row is computed the same way whatever M is (batch
   // invariant).
   void forward(const float* x, int64_t M, float* y) const;
+
+  // Tensor-parallel shards: output rows [begin, begin + count) (column-parallel), or input columns
+  // (row-parallel; keeps the checkpoint's activation-quant grid through act_group_phase).
+  Linear slice_rows(int64_t begin, int64_t count) const;
+  Linear slice_cols(int64_t begin, int64_t count) const;
 };
 
 // How a module may be stored: quantisable linears follow quantization_config (fp8 unless excluded); router

@@ -5,6 +5,7 @@
 
 #include "core/parallel.h"
 #include "moe/reference.h"
+#include "moe/routing.h"
 
 namespace moe::model {
 namespace {
@@ -51,6 +52,15 @@ void fp32_experts(const MoeWeights& w, const float* x, int64_t M, const Routing&
   }
 }
 
+// Expert parallelism: global expert ids -> this rank's local ids; slots routed to other ranks' experts become
+// -1 and contribute zero here (their rank adds them in the all-reduce).
+void localize_experts(const layout::MoeLayerPlan& plan, Routing& r) {
+  for (int32_t& id : r.ids) {
+    const int64_t local = id - plan.expert_begin;
+    id = local >= 0 && local < plan.experts_local ? static_cast<int32_t>(local) : -1;
+  }
+}
+
 }  // namespace
 
 void dense_mlp(const DenseMlpWeights& w, const float* x, int64_t M, float* out) {
@@ -66,14 +76,26 @@ void moe_mlp(const MoeLayerWeights& w, const float* x, int64_t M, float* out) {
   std::vector<float> logits(static_cast<size_t>(M * w.router.rows));
   w.router.forward(x, M, logits.data());
   const MoeWeights& experts = w.experts.view;
-  const Routing r = route_tokens(w.config, experts, logits.data(), M);
+  const layout::MoeLayerPlan& plan = w.experts.plan;
+  // Routing is replicated: every rank routes over all experts, then keeps the slots of its own.
+  Routing r;
+  r.top_k = w.config.router.top_k;
+  r.ids.resize(static_cast<size_t>(M * r.top_k));
+  r.weights.resize(r.ids.size());
+  route(w.config.router, logits.data(), M, plan.spec.num_experts,
+        experts.router_bias.empty() ? nullptr : experts.router_bias.data(), r.ids.data(), r.weights.data());
+  if (plan.par.ep_size > 1) localize_experts(plan, r);
+  // Under expert parallelism every rank holds the whole shared expert; rank 0 alone adds it, or the
+  // all-reduce would count it ep_size times.
+  ExpertOptions opts;
+  opts.include_shared = plan.par.ep_rank == 0;
   const bool unquantised = w.config.format == WeightFormat::Bf16 && w.config.act_quant == ActQuant::None &&
                            w.config.activation == Activation::Silu && !experts.shared &&
                            experts.gate.biases.empty() && experts.down.biases.empty();
   if (unquantised)
     fp32_experts(experts, x, M, r, out);
   else
-    reference_experts(w.config, experts, x, M, r, out);
+    reference_experts(w.config, experts, x, M, r, out, opts);
 }
 
 }  // namespace moe::model

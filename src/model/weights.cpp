@@ -41,7 +41,8 @@ class MixtralNames : public TensorSource {
   const TensorSource& inner_;
 };
 
-AttentionWeights load_attention(const TensorSource& src, const ModelSpec& s, int64_t l) {
+AttentionWeights load_attention(const TensorSource& src, const ModelSpec& s, int64_t l,
+                                const ModelShardPlan& shard) {
   const HfModelConfig& cfg = s.hf;
   const std::string p = layer_name(l) + ".self_attn";
   AttentionWeights a;
@@ -56,10 +57,17 @@ AttentionWeights load_attention(const TensorSource& src, const ModelSpec& s, int
     a.q_norm = load_vector(src, p + ".q_norm.weight", {s.q_dim()});
     a.k_norm = load_vector(src, p + ".k_norm.weight", {s.kv_dim()});
   }
+  if (!shard.is_tp1()) {  // q/k/v column-parallel over heads, o_proj row-parallel (all-reduce after it)
+    a.q = a.q.slice_rows(shard.q_rows.begin, shard.q_rows.count);
+    a.k = a.k.slice_rows(shard.kv_rows.begin, shard.kv_rows.count);
+    a.v = a.v.slice_rows(shard.kv_rows.begin, shard.kv_rows.count);
+    a.o = a.o.slice_cols(shard.o_cols.begin, shard.o_cols.count);
+  }
   return a;
 }
 
-MoeLayerWeights load_moe(const TensorSource& src, const ModelSpec& s, int64_t l) {
+MoeLayerWeights load_moe(const TensorSource& src, const ModelSpec& s, int64_t l,
+                         const layout::MoeLayerPlan& plan) {
   const HfModelConfig& cfg = s.hf;
   MoeLayerWeights m;
   m.config = layout::moe_config_of(cfg, l);
@@ -69,8 +77,6 @@ MoeLayerWeights load_moe(const TensorSource& src, const ModelSpec& s, int64_t l)
       load_linear(names, cfg, layer_name(l) + ".mlp.gate", cfg.num_experts, s.hidden, StorageRule::AsStored);
   require_input(m.router.format == WeightFormat::Bf16, src.label(), ": router '", m.router.name,
                 "' stored in fp8 is not supported");
-  const layout::MoeLayerPlan plan =
-      layout::plan_moe_layer(layout::moe_layer_spec(cfg, l), layout::Parallelism{});
   m.experts = layout::load_moe_layer(names, cfg, l, plan);
   return m;
 }
@@ -78,26 +84,41 @@ MoeLayerWeights load_moe(const TensorSource& src, const ModelSpec& s, int64_t l)
 }  // namespace
 
 ModelWeights load_model_weights(const HfCheckpoint& ckpt, bool verbose) {
+  const ModelSpec spec = make_model_spec(ckpt.config());
+  return load_model_weights(ckpt, verbose, plan_model_shard(spec, 0, TpOptions{}), true);
+}
+
+ModelWeights load_model_weights(const HfCheckpoint& ckpt, bool verbose, const ModelShardPlan& shard,
+                                bool replicated) {
   ModelWeights w;
   w.spec = make_model_spec(ckpt.config());
+  w.shard = shard;
   const ModelSpec& s = w.spec;
   const HfModelConfig& cfg = s.hf;
+  require(static_cast<int64_t>(shard.moe.size()) == s.layers, "shard plan for ", shard.moe.size(),
+          " layers, the model has ", s.layers);
   const auto t0 = std::chrono::steady_clock::now();
-  w.embed = load_vector(ckpt, "model.embed_tokens.weight", {s.vocab, s.hidden});
+  if (replicated) w.embed = load_vector(ckpt, "model.embed_tokens.weight", {s.vocab, s.hidden});
   for (int64_t l = 0; l < s.layers; ++l) {
     LayerWeights L;
     const std::string p = layer_name(l);
     L.input_norm = load_vector(ckpt, p + ".input_layernorm.weight", {s.hidden});
     L.post_attention_norm = load_vector(ckpt, p + ".post_attention_layernorm.weight", {s.hidden});
-    L.attn = load_attention(ckpt, s, l);
+    L.attn = load_attention(ckpt, s, l, shard);
     if (s.mlp[static_cast<size_t>(l)] == MlpKind::Moe) {
-      L.moe = load_moe(ckpt, s, l);
+      L.moe = load_moe(ckpt, s, l, *shard.moe[static_cast<size_t>(l)]);
     } else {
       const int64_t I = cfg.intermediate_size;
       L.dense = DenseMlpWeights{
           load_linear(ckpt, cfg, p + ".mlp.gate_proj", I, s.hidden, StorageRule::FollowQuantConfig),
           load_linear(ckpt, cfg, p + ".mlp.up_proj", I, s.hidden, StorageRule::FollowQuantConfig),
           load_linear(ckpt, cfg, p + ".mlp.down_proj", s.hidden, I, StorageRule::FollowQuantConfig)};
+      if (!shard.is_tp1()) {  // gate/up column-parallel, down row-parallel (all-reduce after it)
+        const DimSlice in = *shard.dense_inter;
+        L.dense->gate = L.dense->gate.slice_rows(in.begin, in.count);
+        L.dense->up = L.dense->up.slice_rows(in.begin, in.count);
+        L.dense->down = L.dense->down.slice_cols(in.begin, in.count);
+      }
     }
     w.layers.push_back(std::move(L));
     if (verbose) {
@@ -108,6 +129,7 @@ ModelWeights load_model_weights(const HfCheckpoint& ckpt, bool verbose) {
     }
   }
   if (verbose) std::fprintf(stderr, "\n");
+  if (!replicated) return w;
   w.final_norm = load_vector(ckpt, "model.norm.weight", {s.hidden});
   if (cfg.tie_word_embeddings) {  // HF ties even when the file also holds lm_head.weight
     w.lm_head.name = "lm_head (tied to model.embed_tokens)";

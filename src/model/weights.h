@@ -11,6 +11,7 @@
 #include "layout/shard.h"
 #include "model/linear.h"
 #include "model/model_spec.h"
+#include "model/tp_plan.h"
 
 namespace moe::model {
 
@@ -26,7 +27,7 @@ struct DenseMlpWeights {
 struct MoeLayerWeights {
   MoeConfig config;             // routing and formats: layout::moe_config_of
   Linear router;                // [E, H], as stored (bf16 -> fp32); never act-quantised
-  layout::RankWeights experts;  // TP1 plan
+  layout::RankWeights experts;  // this rank's layout plan (TP1: the whole layer)
 };
 
 struct LayerWeights {
@@ -42,9 +43,18 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;
   Linear lm_head;  // a copy of embed when tie_word_embeddings
+  // Which rank's slice `layers` hold (TP1 by default: everything). spec keeps the whole model's dims; the
+  // local head counts are in shard.attn.
+  ModelShardPlan shard;
 };
 
 // Loads and validates every tensor; `verbose` shows per-layer progress on stderr.
 ModelWeights load_model_weights(const HfCheckpoint& ckpt, bool verbose);
+
+// One tensor-parallel rank: attention and MLP linears sliced as `shard` says, experts through its layout
+// plan. With `replicated` false the replicated parts (embeddings, final norm, lm_head) are left empty: the
+// simulated ranks of the CPU backend share rank 0's.
+ModelWeights load_model_weights(const HfCheckpoint& ckpt, bool verbose, const ModelShardPlan& shard,
+                                bool replicated);
 
 }  // namespace moe::model
