@@ -1,5 +1,7 @@
 #include "model/kv_pages.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace moe::model {
@@ -45,13 +47,27 @@ SequenceKv KvPagePool::fork(const SequenceKv& src, int64_t tokens,
 }
 
 void KvPagePool::release(SequenceKv& seq) {
-  for (const int32_t p : seq.pages) {
-    int32_t& rc = refcount_[static_cast<size_t>(p)];
-    require(rc > 0, "KV page ", p, " released more often than taken");
-    if (--rc == 0) free_.push_back(p);
-  }
+  for (const int32_t p : seq.pages) release_page(p);
   seq.pages.clear();
   seq.length = 0;
+}
+
+void KvPagePool::retain_page(int32_t page) {
+  require(page >= 0 && page < num_pages() && refcount_[static_cast<size_t>(page)] > 0, "KV page ", page,
+          " retained while free");
+  ++refcount_[static_cast<size_t>(page)];
+}
+
+void KvPagePool::release_page(int32_t page) {
+  require(page >= 0 && page < num_pages(), "KV page ", page, " out of range");
+  int32_t& rc = refcount_[static_cast<size_t>(page)];
+  require(rc > 0, "KV page ", page, " released more often than taken");
+  if (--rc == 0) free_.push_back(page);
+}
+
+int64_t KvPagePool::pages_needed(const SequenceKv& seq, int64_t new_length) const {
+  const int64_t need = (new_length + page_size_ - 1) / page_size_;
+  return std::max<int64_t>(0, need - static_cast<int64_t>(seq.pages.size()));
 }
 
 }  // namespace moe::model

@@ -32,6 +32,12 @@ class KvPagePool {
   // Drops the sequence's references; pages whose count reaches zero return to the pool.
   void release(SequenceKv& seq);
   int32_t refcount(int32_t page) const { return refcount_[static_cast<size_t>(page)]; }
+  // One more / one less holder of a page outside any sequence (the serving engine's prefix cache keeps its
+  // pages alive this way); a page whose count reaches zero returns to the pool.
+  void retain_page(int32_t page);
+  void release_page(int32_t page);
+  // New pages that growing `seq` to `new_length` tokens would take.
+  int64_t pages_needed(const SequenceKv& seq, int64_t new_length) const;
 
  private:
   int32_t take();

@@ -25,6 +25,20 @@ SeqId ModelRunner::fork_sequence(SeqId src, int64_t tokens) {
   return next_id_++;
 }
 
+SeqId ModelRunner::add_sequence_from_pages(const std::vector<int32_t>& pages, int64_t tokens) {
+  SequenceKv src{pages, static_cast<int64_t>(pages.size()) * pool_.page_size()};
+  SequenceKv seq =
+      pool_.fork(src, tokens, [&](int32_t from, int32_t to) { backend_->copy_kv_page(from, to); });
+  seqs_[next_id_] = std::move(seq);
+  return next_id_++;
+}
+
+const SequenceKv& ModelRunner::kv(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  require(it != seqs_.end(), "unknown sequence ", seq);
+  return it->second;
+}
+
 void ModelRunner::release_sequence(SeqId seq) {
   pool_.release(get(seq));
   seqs_.erase(seq);

@@ -32,7 +32,14 @@ class ModelRunner {
   // A new sequence that starts with the first `tokens` cached tokens of `src` (prefix cache): full pages are
   // shared, a partial last page is copied.
   SeqId fork_sequence(SeqId src, int64_t tokens);
+  // A new sequence whose first `tokens` cached tokens live in `pages` (a prefix cache's pages, in order,
+  // tokens <= pages * page_size): full pages are shared, a partial last page is copied.
+  SeqId add_sequence_from_pages(const std::vector<int32_t>& pages, int64_t tokens);
   void release_sequence(SeqId seq);
+  const SequenceKv& kv(SeqId seq) const;
+  // Page references held outside sequences (the serving engine's prefix cache).
+  void retain_page(int32_t page) { pool_.retain_page(page); }
+  void release_page(int32_t page) { pool_.release_page(page); }
   int64_t length(SeqId seq) const;
 
   // One forward step; returns logits [rows, vocab] (per input in order: every new token, or the last one).
