@@ -1,0 +1,90 @@
+#pragma once
+// Launchers of the model's own CUDA kernels (the fused MoE is cuda/moe_layer.h). Host code includes only
+// this; each launcher lives next to its kernel in a .cu file of this folder. Every launcher checks its
+// launch. Activations: the residual stream is fp32 [rows, H]; GEMM inputs are bf16 copies (or fake-quantised
+// fp32 for the fp8 GEMV); KV pages are bf16 [layer][page][k|v][slot][kv_heads * head_dim].
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define MOE_MODEL_HD __host__ __device__
+#else
+#define MOE_MODEL_HD
+#endif
+
+namespace moe::model::gpu {
+
+// Per-step metadata on the device, built on the host (step_meta in cuda_backend.cpp) and uploaded in one
+// copy.
+struct StepMetaDev {
+  const int32_t* token_ids;   // [N]
+  const int32_t* token_seq;   // [N]: which sequence a token row belongs to
+  const int32_t* token_pos;   // [N]: its position in that sequence
+  const int32_t* seq_kv_len;  // [B]: start_pos + new tokens
+  const int32_t* seq_first;   // [B]: first token row of the sequence
+  const int32_t* page_table;  // [B, max_pages]
+  int max_pages;
+};
+
+struct KvCacheDev {
+  uint16_t* data;  // bf16
+  int page_size, num_pages, kv_heads, head_dim;
+  MOE_MODEL_HD int64_t layer_stride() const { return static_cast<int64_t>(num_pages) * page_stride(); }
+  MOE_MODEL_HD int64_t page_stride() const { return 2LL * page_size * kv_heads * head_dim; }
+};
+
+// embed.cu: x [N, H] fp32 = table[token_ids] (bf16 rows).
+void embed_rows(const uint16_t* table, const int32_t* token_ids, int N, int H, float* x, cudaStream_t s);
+
+// norms.cu: out = weight * x / rms(x) per row, fp32 math. Row r reads x row `row_index[r]` when row_index is
+// set. `residual` (fp32 or bf16, or both null) is first added into x in place (x += residual; only without
+// row_index). Either output may be null.
+void rms_norm(float* x, const float* residual_f32, const uint16_t* residual_bf16, const float* weight,
+              const int32_t* row_index, int rows, int n, float eps, float* out_f32, uint16_t* out_bf16,
+              cudaStream_t s);
+
+// act_quant.cu: FORMATS.md section 3 fp8 1x128 fake quantisation of x [rows, n] (groups from column 0),
+// written as bf16 (GEMM input) and/or fp32 (GEMV input). Without quantisation (quantise false) it only
+// converts.
+void prepare_activation(const float* x, int rows, int n, bool quantise, uint16_t* out_bf16, float* out_f32,
+                        cudaStream_t s);
+
+// elementwise.cu: h [rows, I] = silu(gu[:, :I]) * gu[:, I:], fp32 and/or bf16.
+void silu_mul(const float* gate_up, int rows, int I, float* h_f32, uint16_t* h_bf16, cudaStream_t s);
+// x[i] += y[i] for fp32 y or bf16 y (one of them).
+void add_into(float* x, const float* y_f32, const uint16_t* y_bf16, int64_t count, cudaStream_t s);
+
+// qk_rope.cu: qkv [N, (heads + 2 kv_heads) * D] fp32 from the fused projection. Per-head RMSNorm of q and k
+// (when q_norm/k_norm are set), neox RoPE at each token's position (cos/sin of pos * inv_freq, times
+// attention_scaling), q written to q_out [N, heads * D] fp32, k and v stored into the token's KV slot.
+void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim, const float* q_norm,
+                        const float* k_norm, float eps, const float* inv_freq, float attention_scaling,
+                        const StepMetaDev& meta, const KvCacheDev& kv, int layer, float* q_out,
+                        cudaStream_t s);
+
+// attention_prefill.cu: causal GQA attention of every token row over its sequence's KV [0, own position],
+// reading earlier pages too (chunked prefill, prefix cache). `tiles` lists (sequence, first row) of the
+// 16-row query tiles, num_tiles of them. ctx [N, heads * D] fp32 and bf16.
+constexpr int kPrefillTile = 16;
+void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* tiles, int num_tiles,
+                       const KvCacheDev& kv, int layer, int heads, float* ctx_f32, uint16_t* ctx_bf16,
+                       cudaStream_t s);
+
+// attention_decode.cu: one query row per sequence (row b is sequence b), B sequences, KV split into `splits`
+// parts (graph-safe: lengths are read on the device), partials in `partial` [B, heads, splits, head_dim + 2]
+// fp32, then combined into ctx.
+void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCacheDev& kv, int layer,
+                      int heads, int splits, float* partial, float* ctx_f32, uint16_t* ctx_bf16,
+                      cudaStream_t s);
+
+// fp8_linear.cu: y [M, rows] fp32 = a [M, cols] fp32 (already fake-quantised) · dequant(W)ᵀ for fp8 block
+// weights W [rows, cols] with scales [ceil(rows/128), ceil(cols/128)]; M <= kFp8GemvMaxM, cols % 16 == 0.
+constexpr int kFp8GemvMaxM = 4;
+void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* a, int M, float* y,
+              cudaStream_t s);
+// W's dequantised bf16 copy (the prefill GEMM's weights), made on the device.
+void fp8_block_to_bf16(const uint8_t* w, const float* scale, int64_t rows, int64_t cols, uint16_t* out,
+                       cudaStream_t s);
+
+}  // namespace moe::model::gpu

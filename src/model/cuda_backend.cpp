@@ -1,0 +1,399 @@
+// The CUDA model backend: one forward step = embedding, per layer (RMSNorm, fused q/k/v projection, q/k norm
+// + RoPE + KV store, paged attention, o projection, residual + RMSNorm, router + fused MoE or dense MLP),
+// final norm of the logit rows and lm_head. Decode steps are captured once per (padded batch, page-table
+// width) and replayed; prefill and mixed steps run eagerly.
+#include "model/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+#include "cuda/cuda_check.h"
+#include "cuda/random_fill.h"
+#include "model/cuda/cuda_model_backend.h"
+
+namespace moe::model {
+namespace gpu {
+namespace {
+
+int next_pow2(int v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts,
+                                   const CudaBackendOptions& copts)
+    : m_(std::move(model)), copts_(copts), page_size_(opts.page_size), num_pages_(opts.num_pages) {
+  const ModelSpec& s = m_.spec;
+  require_input(s.qk_norm != QkNorm::WholeProjection, "cuda backend: ", family_name(s.family),
+                " (q/k norm over the whole projection) is not supported yet");
+  require_input(!s.hf.attention_bias, "cuda backend: attention biases are not supported");
+  require_input(s.heads % s.kv_heads == 0, "cuda backend: heads ", s.heads, " not a multiple of kv heads ",
+                s.kv_heads);
+  require_input(page_size_ > 0 && num_pages_ > 0, "cuda backend: bad KV pool (", num_pages_, " pages of ",
+                page_size_, ")");
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  int dev = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev));
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+  // One extra page at the end: padding rows of a padded decode batch write and read only there.
+  kv_ = KvCacheDev{nullptr, static_cast<int>(page_size_), static_cast<int>(num_pages_ + 1),
+                   static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim)};
+  kv_data_ = cuda::DeviceBuffer(static_cast<size_t>(s.layers * kv_.layer_stride()) * 2);
+  kv_.data = kv_data_.as<uint16_t>();
+  kv_data_.poison(stream_);  // NaN: a read of a slot nothing wrote poisons the logits
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+CudaModelBackend::~CudaModelBackend() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  if (meta_host_) cudaFreeHost(meta_host_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+size_t CudaModelBackend::kv_bytes_per_token() const {
+  return static_cast<size_t>(m_.spec.layers * 2 * m_.spec.kv_dim()) * 2;
+}
+
+StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) const {
+  const ModelSpec& s = m_.spec;
+  require_input(!batch.empty(), "cuda backend: an empty step");
+  StepPlan p;
+  p.real_B = static_cast<int>(batch.size());
+  p.decode =
+      std::all_of(batch.begin(), batch.end(), [](const StepSequence& q) { return q.tokens.size() == 1; });
+  p.graph = p.decode && copts_.use_graphs && p.real_B <= copts_.max_graph_batch;
+  p.B = p.graph ? next_pow2(p.real_B) : p.real_B;
+  int widest = 1;
+  for (const StepSequence& q : batch) {
+    require_input(!q.tokens.empty(), "cuda backend: a step sequence has no tokens");
+    const int64_t end = q.start_pos + static_cast<int64_t>(q.tokens.size());
+    require_input(q.start_pos >= 0 && static_cast<int64_t>(q.page_table.size()) * page_size_ >= end,
+                  "cuda backend: page table holds ", q.page_table.size() * static_cast<size_t>(page_size_),
+                  " tokens, the step needs ", end);
+    widest = std::max(widest, static_cast<int>((end + page_size_ - 1) / page_size_));
+    p.N += static_cast<int>(q.tokens.size());
+    p.real_R += q.all_logits ? static_cast<int>(q.tokens.size()) : 1;
+  }
+  p.N += p.B - p.real_B;  // one token per padding sequence
+  p.R = p.real_R + (p.B - p.real_B);
+  p.max_pages = p.graph ? next_pow2(widest) : widest;
+  std::vector<std::pair<int, int>> tiles;
+  int row = 0;
+  for (int b = 0; b < p.real_B; ++b) {
+    const int T = static_cast<int>(batch[static_cast<size_t>(b)].tokens.size());
+    if (!p.decode)
+      for (int t = 0; t < T; t += kPrefillTile) tiles.emplace_back(b, row + t);
+    row += T;
+  }
+  p.tiles = static_cast<int>(tiles.size());
+  p.off_seq = p.N;
+  p.off_pos = 2 * p.N;
+  p.off_len = 3 * p.N;
+  p.off_first = p.off_len + p.B;
+  p.off_rows = p.off_first + p.B;
+  p.off_tiles = p.off_rows + p.R;
+  p.off_pages = p.off_tiles + 2 * p.tiles;
+  p.ints.assign(static_cast<size_t>(p.off_pages + p.B * p.max_pages), 0);
+  int32_t* v = p.ints.data();
+  row = 0;
+  int lrow = 0;
+  for (int b = 0; b < p.B; ++b) {
+    const bool pad = b >= p.real_B;
+    const StepSequence* q = pad ? nullptr : &batch[static_cast<size_t>(b)];
+    const int T = pad ? 1 : static_cast<int>(q->tokens.size());
+    const int64_t start = pad ? 0 : q->start_pos;
+    for (int t = 0; t < T; ++t) {
+      const int32_t id = pad ? 0 : q->tokens[static_cast<size_t>(t)];
+      require_input(id >= 0 && id < s.vocab, "token id ", id, " is outside the vocabulary [0, ", s.vocab,
+                    ")");
+      v[row + t] = id;
+      v[p.off_seq + row + t] = b;
+      v[p.off_pos + row + t] = static_cast<int32_t>(start + t);
+      if (pad || q->all_logits || t == T - 1) v[p.off_rows + lrow++] = row + t;
+    }
+    v[p.off_len + b] = static_cast<int32_t>(start + T);
+    v[p.off_first + b] = row;
+    int32_t* pages = v + p.off_pages + static_cast<int64_t>(b) * p.max_pages;
+    for (int i = 0; i < p.max_pages; ++i) {
+      int32_t page = static_cast<int32_t>(num_pages_);  // the scratch page
+      if (!pad && i < static_cast<int>(q->page_table.size())) {
+        page = q->page_table[static_cast<size_t>(i)];
+        require_input(page >= 0 && page < num_pages_, "cuda backend: page ", page, " outside the pool of ",
+                      num_pages_);
+      }
+      pages[i] = page;
+    }
+    row += T;
+  }
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    v[p.off_tiles + 2 * i] = tiles[i].first;
+    v[p.off_tiles + 2 * i + 1] = tiles[i].second;
+  }
+  // Decode: enough (sequence, head, split) warps to fill the GPU, each split at least 16 keys long.
+  const int want = std::max(1, 4 * sms_ / std::max(1, p.B * static_cast<int>(s.heads)));
+  p.splits = std::clamp(std::min(want, p.max_pages * static_cast<int>(page_size_) / 16), 1, 32);
+  return p;
+}
+
+void CudaModelBackend::ensure_capacity(const StepPlan& p) {
+  const ModelSpec& s = m_.spec;
+  const bool grow_rows = p.N > cap_rows_, grow_logits = p.R > cap_logit_rows_, grow_batch = p.B > cap_batch_,
+             grow_ints = p.ints.size() > cap_ints_;
+  if (!(grow_rows || grow_logits || grow_batch || grow_ints)) return;
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto& [key, exec] : graphs_) MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  graphs_.clear();
+  const size_t H = static_cast<size_t>(s.hidden), qd = static_cast<size_t>(s.q_dim());
+  const size_t I = static_cast<size_t>(s.hf.intermediate_size), E = static_cast<size_t>(s.hf.num_experts);
+  const bool dense =
+      std::any_of(m_.layers.begin(), m_.layers.end(), [](const DeviceLayer& l) { return !l.moe; });
+  if (grow_rows) {
+    cap_rows_ = std::max(p.N, 2 * cap_rows_);
+    const size_t n = static_cast<size_t>(cap_rows_);
+    const size_t max_k = std::max({H, qd, dense ? I : 0});
+    x_ = cuda::DeviceBuffer(n * H * 4);
+    xn_f32_ = cuda::DeviceBuffer(n * H * 4);
+    xn_bf16_ = cuda::DeviceBuffer(n * H * 2);
+    qkv_ = cuda::DeviceBuffer(n * (qd + 2 * static_cast<size_t>(s.kv_dim())) * 4);
+    q_ = cuda::DeviceBuffer(n * qd * 4);
+    ctx_f32_ = cuda::DeviceBuffer(n * qd * 4);
+    ctx_bf16_ = cuda::DeviceBuffer(n * qd * 2);
+    y_ = cuda::DeviceBuffer(n * H * 4);
+    act_f32_ = cuda::DeviceBuffer(n * max_k * 4);
+    act_bf16_ = cuda::DeviceBuffer(n * max_k * 2);
+    router_logits_ = cuda::DeviceBuffer(n * std::max<size_t>(E, 1) * 4);
+    moe_out_ = cuda::DeviceBuffer(n * H * 2);
+    if (dense) {
+      gate_up_ = cuda::DeviceBuffer(n * 2 * I * 4);
+      h_f32_ = cuda::DeviceBuffer(n * I * 4);
+      h_bf16_ = cuda::DeviceBuffer(n * I * 2);
+    }
+    moe_ws_.reset();
+    for (const DeviceLayer& l : m_.layers)
+      if (l.moe) {
+        moe_ws_ = std::make_unique<cuda::MoeWorkspace>(*l.moe, cap_rows_);
+        break;
+      }
+  }
+  if (grow_logits) {
+    cap_logit_rows_ = std::max(p.R, cap_logit_rows_);
+    final_ = cuda::DeviceBuffer(static_cast<size_t>(cap_logit_rows_) * H * 2);
+    logits_ = cuda::DeviceBuffer(static_cast<size_t>(cap_logit_rows_) * static_cast<size_t>(s.vocab) * 4);
+  }
+  if (grow_batch) {
+    cap_batch_ = std::max(p.B, std::max(64, cap_batch_));
+    partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(s.heads) * 32 *
+                                  static_cast<size_t>(s.head_dim + 2) * 4);
+  }
+  if (grow_ints) {
+    cap_ints_ = std::max(p.ints.size(), 2 * cap_ints_);
+    meta_ = cuda::DeviceBuffer(cap_ints_ * 4);
+    if (meta_host_) MOE_CUDA_CHECK(cudaFreeHost(meta_host_));
+    meta_host_ = nullptr;
+    MOE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&meta_host_), cap_ints_ * 4));
+  }
+}
+
+void CudaModelBackend::upload(const StepPlan& p) {
+  std::memcpy(meta_host_, p.ints.data(), p.ints.size() * 4);
+  MOE_CUDA_CHECK(
+      cudaMemcpyAsync(meta_.get(), meta_host_, p.ints.size() * 4, cudaMemcpyHostToDevice, stream_));
+}
+
+StepMetaDev CudaModelBackend::meta_of(const StepPlan& p) const {
+  const int32_t* d = meta_.as<int32_t>();
+  return StepMetaDev{
+      d, d + p.off_seq, d + p.off_pos, d + p.off_len, d + p.off_first, d + p.off_pages, p.max_pages};
+}
+
+void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M,
+                              float* y) {
+  if (!L.fp8) {
+    gemm_.bf16(x_bf16, M, L.cols, L.bf16_ptr, L.rows, y, stream_);
+    return;
+  }
+  // FORMATS.md section 6: an fp8 linear's input is quantised per token per 1x128 group.
+  if (M <= kFp8GemvMaxM && L.scale_row_div == 128) {
+    prepare_activation(x_f32, M, L.cols, true, nullptr, act_f32_.as<float>(), stream_);
+    fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, act_f32_.as<float>(), M, y,
+             stream_);
+    return;
+  }
+  prepare_activation(x_f32, M, L.cols, true, act_bf16_.as<uint16_t>(), nullptr, stream_);
+  gemm_.bf16(act_bf16_.as<uint16_t>(), M, L.cols, L.bf16_ptr, L.rows, y, stream_);
+}
+
+void CudaModelBackend::run_step(const StepPlan& p) {
+  const ModelSpec& s = m_.spec;
+  const int N = p.N, H = static_cast<int>(s.hidden), heads = static_cast<int>(s.heads);
+  const float eps = s.rms_eps;
+  const StepMetaDev meta = meta_of(p);
+  float* x = x_.as<float>();
+  embed_rows(m_.embed.as<uint16_t>(), meta.token_ids, N, H, x, stream_);
+  const float* pending_f32 = nullptr;  // the previous layer's MLP output, added before the next norm
+  const uint16_t* pending_bf16 = nullptr;
+  for (size_t l = 0; l < m_.layers.size(); ++l) {
+    const DeviceLayer& L = m_.layers[l];
+    const int li = static_cast<int>(l);
+    rms_norm(x, pending_f32, pending_bf16, L.input_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
+             xn_bf16_.as<uint16_t>(), stream_);
+    linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
+    qk_norm_rope_store(qkv_.as<float>(), N, heads, static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim),
+                       L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr,
+                       L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr, eps, m_.inv_freq.as<float>(),
+                       m_.attention_scaling, meta, kv_, li, q_.as<float>(), stream_);
+    if (p.decode)
+      attention_decode(q_.as<float>(), meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
+                       ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+    else
+      attention_prefill(q_.as<float>(), meta, meta_.as<int32_t>() + p.off_tiles, p.tiles, kv_, li, heads,
+                        ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+    linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
+    rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
+             xn_bf16_.as<uint16_t>(), stream_);
+    if (L.moe) {
+      gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->num_experts(),
+                router_logits_.as<float>(), stream_);
+      cuda::fused_moe(*L.moe, *moe_ws_, xn_bf16_.as<uint16_t>(), router_logits_.as<float>(), N,
+                      moe_out_.as<uint16_t>(), stream_);
+      pending_f32 = nullptr;
+      pending_bf16 = moe_out_.as<uint16_t>();
+      last_moe_rows_ = N;
+    } else {
+      const int I = L.down.cols;
+      linear(L.gate_up, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, gate_up_.as<float>());
+      silu_mul(gate_up_.as<float>(), N, I, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), stream_);
+      linear(L.down, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), N, y_.as<float>());
+      pending_f32 = y_.as<float>();
+      pending_bf16 = nullptr;
+    }
+  }
+  add_into(x, pending_f32, pending_bf16, static_cast<int64_t>(N) * H, stream_);
+  rms_norm(x, nullptr, nullptr, m_.final_norm.as<float>(), meta_.as<int32_t>() + p.off_rows, p.R, H, eps,
+           nullptr, final_.as<uint16_t>(), stream_);
+  gemm_.bf16(final_.as<uint16_t>(), p.R, H, m_.lm_head.bf16_ptr, static_cast<int>(s.vocab),
+             logits_.as<float>(), stream_);
+}
+
+void CudaModelBackend::launch_step(const StepPlan& p) {
+  if (!p.graph) {
+    run_step(p);
+    return;
+  }
+  const std::pair<int, int> key{p.B, p.max_pages};
+  const auto it = graphs_.find(key);
+  if (it != graphs_.end()) {
+    MOE_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    return;
+  }
+  // First time for this shape: run eagerly (kernels set their attributes, cuBLAS picks its algorithms), then
+  // record the same launches for the next time.
+  run_step(p);
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  cudaGraph_t graph = nullptr;
+  MOE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    run_step(p);
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  MOE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+  graphs_[key] = exec;
+}
+
+std::vector<float> CudaModelBackend::forward(const std::vector<StepSequence>& batch) {
+  const StepPlan p = plan_step(batch);
+  ensure_capacity(p);
+  upload(p);
+  launch_step(p);
+  std::vector<float> out(static_cast<size_t>(p.real_R) * static_cast<size_t>(m_.spec.vocab));
+  MOE_CUDA_CHECK(cudaMemcpyAsync(out.data(), logits_.get(), out.size() * 4, cudaMemcpyDeviceToHost, stream_));
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  MOE_CUDA_CHECK(cudaGetLastError());
+  return out;
+}
+
+void CudaModelBackend::copy_kv_page(int32_t src, int32_t dst) {
+  require(src >= 0 && src < num_pages_ && dst >= 0 && dst < num_pages_, "cuda backend: copy of KV page ", src,
+          " -> ", dst, " outside the pool of ", num_pages_);
+  const int64_t bytes = kv_.page_stride() * 2;
+  for (int64_t l = 0; l < m_.spec.layers; ++l)
+    MOE_CUDA_CHECK(cudaMemcpyAsync(kv_.data + l * kv_.layer_stride() + dst * kv_.page_stride(),
+                                   kv_.data + l * kv_.layer_stride() + src * kv_.page_stride(),
+                                   static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream_));
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+double CudaModelBackend::time_step_ms(const std::vector<StepSequence>& batch, int reps) {
+  const StepPlan p = plan_step(batch);
+  ensure_capacity(p);
+  upload(p);
+  launch_step(p);  // warm-up (and the graph's capture)
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  cudaEvent_t e0, e1;
+  MOE_CUDA_CHECK(cudaEventCreate(&e0));
+  MOE_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    MOE_CUDA_CHECK(cudaEventRecord(e0, stream_));
+    launch_step(p);
+    MOE_CUDA_CHECK(cudaEventRecord(e1, stream_));
+    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t = 0;
+    MOE_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  MOE_CUDA_CHECK(cudaEventDestroy(e0));
+  MOE_CUDA_CHECK(cudaEventDestroy(e1));
+  MOE_CUDA_CHECK(cudaGetLastError());
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+int CudaModelBackend::last_step_unique_experts() {
+  if (!moe_ws_ || last_moe_rows_ == 0) return 0;
+  int top_k = 0;
+  for (const DeviceLayer& l : m_.layers)
+    if (l.moe) top_k = l.moe->config().router.top_k;
+  std::vector<int32_t> ids(static_cast<size_t>(last_moe_rows_) * static_cast<size_t>(top_k));
+  MOE_CUDA_CHECK(
+      cudaMemcpyAsync(ids.data(), moe_ws_->topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost, stream_));
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return static_cast<int>(std::set<int32_t>(ids.begin(), ids.end()).size());
+}
+
+void CudaModelBackend::fill_kv_random(uint64_t seed) {
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  cuda::fill_random(kv_data_.get(), kv_data_.bytes(), cuda::RandomKind::Bf16, seed);
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace gpu
+
+bool cuda_model_backend_available() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,
+                                                      const BackendOptions& opts,
+                                                      const CudaBackendOptions& cuda_opts) {
+  require_input(cuda_model_backend_available(), "cuda backend: no CUDA device is visible on this machine");
+  return std::make_unique<gpu::CudaModelBackend>(gpu::upload_model(weights, ckpt), opts, cuda_opts);
+}
+
+}  // namespace moe::model

@@ -1,0 +1,28 @@
+#pragma once
+// The CUDA backend of the model (model/backend.h): the whole transformer on one GPU, bf16 activations into
+// cuBLAS GEMMs with fp32 accumulation, fp8 block linears through a GEMV on the fp8 bytes for decode, paged
+// bf16 KV, the fused MoE of cuda/moe_layer.h, decode steps replayed from CUDA graphs. Declared without CUDA
+// types so the factory and the CLI build everywhere; builds without CUDA get stand-ins that say so.
+#include <cstdint>
+#include <memory>
+
+#include "io/tensor_source.h"
+#include "model/backend.h"
+#include "model/weights.h"
+
+namespace moe::model {
+
+struct CudaBackendOptions {
+  bool use_graphs = true;    // decode steps (one token per sequence) replayed from CUDA graphs
+  int max_graph_batch = 64;  // larger decode batches run eagerly; smaller ones pad to 1, 2, 4, ... this
+};
+
+// True when a CUDA device is visible (and this build has CUDA).
+bool cuda_model_backend_available();
+
+// Uploads `weights`; fp8 linears also read their codes and scales from `ckpt`.
+std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,
+                                                      const BackendOptions& opts,
+                                                      const CudaBackendOptions& cuda_opts = {});
+
+}  // namespace moe::model
