@@ -9,5 +9,9 @@ int cmd_bench(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_gen_model(int argc, char** argv);
+// Built when the serve module is (MOE_HAVE_SERVE).
+int cmd_serve(int argc, char** argv);
+int cmd_bench_serve(int argc, char** argv);
+int cmd_gen_tokenizer(int argc, char** argv);
 
 }  // namespace moe::cli
