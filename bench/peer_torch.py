@@ -94,7 +94,8 @@ def moe_grouped(fmt, E, H, I, K, M):
         w = w / w.sum(-1, keepdim=True)
         flat = ids.flatten()
         order = torch.argsort(flat, stable=True)
-        counts = torch.bincount(flat, minlength=E)
+        # bincount would sync with the host (not capturable); a fixed-size scatter does not.
+        counts = torch.zeros(E, device=dev, dtype=torch.int64).scatter_add_(0, flat, torch.ones_like(flat))
         offs = torch.cumsum(counts, 0).to(torch.int32)
         a = x[order // K]
         if fmt == "bf16":

@@ -67,8 +67,8 @@ DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& 
   num_experts_ = static_cast<int>(plan.experts_local);
   hidden_ = static_cast<int>(plan.spec.hidden);
   require_input(num_experts_ <= 1024, "cuda backend: at most 1024 experts per rank, got ", num_experts_);
-  require_input(cfg.router.top_k <= 64, "cuda backend: top_k above 64");
-  require_input(cfg.router.n_group <= 64, "cuda backend: n_group above 64");
+  require_input(cfg.router.top_k <= 32, "cuda backend: top_k above 32");
+  require_input(cfg.router.n_group <= 32, "cuda backend: n_group above 32");
   check_kernel_shapes(cfg, hidden_, plan.inter, "experts");
   experts_ = upload_projection(*rank.experts, cfg.format, num_experts_, hidden_, plan.inter);
   weight_bytes_ = rank.experts->w13.nbytes() + rank.experts->w2.nbytes() + rank.experts->w13_scale.nbytes() +
@@ -156,6 +156,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   sorted_pairs = DeviceBuffer(M * K * 4);
   active = DeviceBuffer(E * 4);
   num_active = DeviceBuffer(4);
+  xq = DeviceBuffer(M * H * 4);
   h = DeviceBuffer(M * K * P * 2);
   y = DeviceBuffer(M * K * H * 4);
   if (const DeviceProjection* s = layer.shared()) {
@@ -171,7 +172,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
 }
 
 void MoeWorkspace::poison(cudaStream_t s) {
-  for (DeviceBuffer* b : {&topk_ids, &topk_weights, &offsets, &sorted_pairs, &active, &num_active, &h, &y,
+  for (DeviceBuffer* b : {&topk_ids, &topk_weights, &offsets, &sorted_pairs, &active, &num_active, &xq, &h, &y,
                           &shared_gate, &shared_pairs, &shared_offsets, &shared_active, &shared_num_active, &shared_h,
                           &shared_y})
     b->poison(s);
@@ -184,6 +185,11 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const int K = cfg.router.top_k, E = layer.num_experts();
   const DeviceProjection* shared = layer.shared();
 
+  const ActivationParams act{cfg.activation == Activation::Silu ? Act::Silu : Act::SwigluOai,
+                             cfg.act_quant == ActQuant::None        ? AQuant::None
+                             : cfg.act_quant == ActQuant::Fp8_1x128 ? AQuant::Fp8
+                                                                    : AQuant::Mxfp4,
+                             cfg.swiglu_alpha, cfg.swiglu_limit};
   RouteArgs ra{};
   ra.router = {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
                : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
@@ -193,6 +199,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
+  ra.quant = act.quant;
+  ra.xq = ws.xq.as<float>();
   ra.x = x;
   ra.hidden = layer.hidden();
   if (shared) {
@@ -203,24 +211,23 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     ra.shared_active = ws.shared_active.as<int>();
     ra.shared_num_active = ws.shared_num_active.as<int>();
   }
-  launch_route(ra, M, stream);
-  MOE_CUDA_CHECK_LAUNCH();
+  const AlignArgs aa{ws.topk_ids.as<int>(), M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(),
+                     ws.active.as<int>(), ws.num_active.as<int>()};
+  if (prologue_fits_one_block(M, K)) {
+    launch_prologue_small(ra, aa, M, stream);
+    MOE_CUDA_CHECK_LAUNCH();
+  } else {
+    launch_route(ra, M, stream);
+    MOE_CUDA_CHECK_LAUNCH();
+    launch_align(aa, stream);
+    MOE_CUDA_CHECK_LAUNCH();
+  }
 
-  AlignArgs aa{ws.topk_ids.as<int>(), M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
-               ws.num_active.as<int>()};
-  launch_align(aa, stream);
-  MOE_CUDA_CHECK_LAUNCH();
-
-  const ActivationParams act{cfg.activation == Activation::Silu ? Act::Silu : Act::SwigluOai,
-                             cfg.act_quant == ActQuant::None        ? AQuant::None
-                             : cfg.act_quant == ActQuant::Fp8_1x128 ? AQuant::Fp8
-                                                                    : AQuant::Mxfp4,
-                             cfg.swiglu_alpha, cfg.swiglu_limit};
   GemvArgs g{};
   g.w = layer.experts().view;
   g.g = {ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K};
   g.act = act;
-  g.x = x;
+  g.xq = ws.xq.as<float>();
   g.h = ws.h.as<uint16_t>();
   g.y = ws.y.as<float>();
   g.max_groups = std::min(E, M * K);

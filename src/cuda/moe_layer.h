@@ -56,7 +56,7 @@ class MoeWorkspace {
   void poison(cudaStream_t s);
 
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
-  DeviceBuffer h, y;
+  DeviceBuffer xq, h, y;
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h, shared_y;
 
  private:

@@ -1,6 +1,7 @@
 #pragma once
-// Per-token dynamic activation quantisation in shared memory, exactly as FORMATS.md section 3 (and the CPU
-// reference) define it. A warp quantises one token row: values are replaced by their dequantised form.
+// Per-token dynamic activation quantisation, exactly as FORMATS.md section 3 (and the CPU reference) define it.
+// A warp quantises one group of a row in place (values are replaced by their dequantised form); groups are
+// handed out to warps by the callers, so every warp of a block works in parallel.
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
@@ -9,38 +10,47 @@
 
 namespace moe::cuda {
 
-// Quantises row[0, n) in place. fp8 groups of 128 start `phase` into the grid (the first group is 128 - phase
-// long when phase > 0); mxfp4 groups are 32 long. Called by all 32 lanes of one warp.
-__device__ __forceinline__ void warp_quantize_row(AQuant q, float* row, int n, int phase) {
+// Group g of a row of n values: fp8 groups are 128 long and start `phase` into the checkpoint's grid (so the
+// first is 128 - phase long when phase > 0); mxfp4 groups are 32 long; `none` uses 128-long spans (plain copies).
+struct GroupGrid {
+  int n, first, len;
+  __device__ __forceinline__ GroupGrid(AQuant q, int n_, int phase) : n(n_) {
+    len = q == AQuant::Mxfp4 ? 32 : 128;
+    first = (q == AQuant::Fp8 && phase > 0) ? min(n_, 128 - phase) : min(n_, len);
+  }
+  __device__ __forceinline__ int count() const { return n <= first ? 1 : 1 + (n - first + len - 1) / len; }
+  __device__ __forceinline__ int begin(int g) const { return g == 0 ? 0 : first + (g - 1) * len; }
+  __device__ __forceinline__ int end(int g) const { return g == 0 ? first : min(n, first + g * len); }
+};
+
+// Quantises row[g0, g1) in place (g1 - g0 <= 128). Called by all 32 lanes of one warp.
+__device__ __forceinline__ void warp_quantize_group(AQuant q, float* row, int g0, int g1) {
   const int lane = threadIdx.x % 32;
   if (q == AQuant::None) return;
+  float amax = 0.0f;
+  for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(row[i]));
+  amax = warp_max(amax);
   if (q == AQuant::Fp8) {
-    int g0 = 0, glen = phase > 0 ? 128 - phase : 128;
-    while (g0 < n) {
-      const int g1 = min(n, g0 + glen);
-      float amax = 0.0f;
-      for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(row[i]));
-      amax = warp_max(amax);
-      const float s = fmaxf(amax, 1e-10f) / 448.0f;
-      for (int i = g0 + lane; i < g1; i += 32) {
-        const float v = fminf(fmaxf(__fdiv_rn(row[i], s), -448.0f), 448.0f);
-        row[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(v)) * s;
-      }
-      g0 = g1;
-      glen = 128;
+    const float s = fmaxf(amax, 1e-10f) / 448.0f;
+    for (int i = g0 + lane; i < g1; i += 32) {
+      const float v = fminf(fmaxf(__fdiv_rn(row[i], s), -448.0f), 448.0f);
+      row[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(v)) * s;
     }
-    __syncwarp();
-    return;
-  }
-  // mxfp4: one lane per element of a 32-group.
-  for (int g0 = 0; g0 < n; g0 += 32) {
-    const float v = row[g0 + lane];
-    const float amax = warp_max(fabsf(v));
+  } else {
     const float scale = e8m0_to_f32(mx_scale_code(amax));
-    const float c = fminf(fmaxf(__fdiv_rn(v, scale), -6.0f), 6.0f);
-    row[g0 + lane] = e2m1_to_f32(f32_to_e2m1(c)) * scale;
+    for (int i = g0 + lane; i < g1; i += 32) {
+      const float c = fminf(fmaxf(__fdiv_rn(row[i], scale), -6.0f), 6.0f);
+      row[i] = e2m1_to_f32(f32_to_e2m1(c)) * scale;
+    }
   }
+}
+
+// Widens bf16 src[g0, g1) into dst and quantises it (one warp).
+__device__ __forceinline__ void warp_load_quantize_group(AQuant q, const uint16_t* src, float* dst, int g0, int g1) {
+  const int lane = threadIdx.x % 32;
+  for (int i = g0 + lane; i < g1; i += 32) dst[i] = bf16_to_f32(src[i]);
   __syncwarp();
+  warp_quantize_group(q, dst, g0, g1);
 }
 
 }  // namespace moe::cuda

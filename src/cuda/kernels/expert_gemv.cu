@@ -7,6 +7,8 @@
 #include "core/codecs.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/weight_decode.cuh"
 
@@ -93,34 +95,72 @@ __device__ __forceinline__ float chunk_scale(const void* scale, int k0, int k_ph
   return 1.0f;
 }
 
-// Loads the pass's token rows into shared memory as floats and quantises them as the kernels' inputs are.
+// Loads the pass's token rows into shared memory as floats, quantised as the kernels' inputs are: stage 1 copies
+// the prologue's quantised x; stage 2 widens h and quantises it, every warp taking (token, group) pairs.
 template <int STAGE>
 __device__ void load_activations(const GemvArgs& a, float* act, int K, int pair0, int nt) {
-  for (int t = 0; t < kTokens; ++t) {
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (STAGE == 1) {
+    for (int i = threadIdx.x; i < kTokens * (K / 4); i += blockDim.x) {
+      const int t = i / (K / 4), k4 = i % (K / 4);
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (t < nt) {
+        const int token = a.g.sorted_pairs[pair0 + t] / a.g.pair_div;
+        v = reinterpret_cast<const float4*>(a.xq + static_cast<size_t>(token) * K)[k4];
+      }
+      reinterpret_cast<float4*>(act + t * K)[k4] = v;
+    }
+    __syncthreads();
+    return;
+  }
+  const GroupGrid grid(a.act.quant, K, a.w.phase);
+  const int groups = grid.count();
+  for (int p = warp; p < kTokens * groups; p += warps) {
+    const int t = p / groups, g = p % groups;
     float* row = act + t * K;
     if (t >= nt) {
-      for (int k = threadIdx.x; k < K; k += blockDim.x) row[k] = 0.0f;
+      for (int k = grid.begin(g) + threadIdx.x % 32; k < grid.end(g); k += 32) row[k] = 0.0f;
       continue;
     }
     const int pair = a.g.sorted_pairs[pair0 + t];
-    const uint16_t* src = STAGE == 1 ? a.x + static_cast<size_t>(pair / a.g.pair_div) * K
-                                     : a.h + static_cast<size_t>(pair) * K;
-    for (int k = threadIdx.x; k < K; k += blockDim.x) row[k] = bf16_to_f32(src[k]);
+    warp_load_quantize_group(a.act.quant, a.h + static_cast<size_t>(pair) * K, row, grid.begin(g), grid.end(g));
   }
-  __syncthreads();
-  const int warp = threadIdx.x / 32;
-  if (warp < nt) warp_quantize_row(a.act.quant, act + warp * K, K, STAGE == 1 ? 0 : a.w.phase);
   __syncthreads();
 }
 
+// One lane group's R weight rows at one K chunk: the raw bytes and the chunk's scales, loaded ahead of use.
 template <WFormat F, int STAGE>
-__global__ void __launch_bounds__(kThreads) expert_gemv_kernel(GemvArgs a, Tile tile) {
+struct Chunk {
+  uint4 raw[WeightTraits<F>::kRows];
+  float scale[WeightTraits<F>::kRows];
+};
+
+template <WFormat F, int STAGE>
+__device__ __forceinline__ void load_chunk(Chunk<F, STAGE>& c, const RowRef<F, STAGE>* rows, int j, int chunks,
+                                           int k_phase) {
+  using Tr = WeightTraits<F>;
+  const int k0 = j * Tr::kElems;
+#pragma unroll
+  for (int r = 0; r < Tr::kRows; ++r) {
+    const bool ok = rows[r].valid && j < chunks;
+    c.raw[r] = ok ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2) : make_uint4(0, 0, 0, 0);
+    c.scale[r] = ok ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
+  }
+}
+
+template <WFormat F, int STAGE>
+__global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Tile tile) {
   using Tr = WeightTraits<F>;
   constexpr int R = Tr::kRows, E = Tr::kElems;
-  const int num_active = *a.g.num_active;
-  if (static_cast<int>(blockIdx.x) >= num_active) return;
-  const int expert = a.g.active[blockIdx.x];
-  const int pair_begin = a.g.offsets[expert], pair_end = a.g.offsets[expert + 1];
+  // Stage 1 needs the prologue's grouping at once. Stage 2 reads the grouping (complete before stage 1 could
+  // start) and requests its first weights before waiting for stage 1's h: the fetch overlaps stage 1's tail.
+  if (STAGE == 1) pdl_wait();
+  const int expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
+  if (expert < 0) {
+    pdl_trigger();
+    return;
+  }
+  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
   const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
   const int k_phase = STAGE == 1 ? 0 : a.w.phase;
   const int LPR = tile.lanes_per_row, groups = 32 / LPR;
@@ -140,6 +180,11 @@ __global__ void __launch_bounds__(kThreads) expert_gemv_kernel(GemvArgs a, Tile 
 
   for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
     const int nt = min(kTokens, pair_end - p0);
+    // The first weight chunk is requested before the activations are loaded: its latency hides behind them.
+    Chunk<F, STAGE> next;
+    load_chunk(next, rows, lg, chunks, k_phase);
+    if (STAGE == 2 && p0 == pair_begin) pdl_wait();
+    if (p0 == pair_begin) pdl_trigger();
     __syncthreads();  // the previous pass is done with act and res
     load_activations<STAGE>(a, act, K, p0, nt);
 
@@ -149,20 +194,13 @@ __global__ void __launch_bounds__(kThreads) expert_gemv_kernel(GemvArgs a, Tile 
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
 
-#pragma unroll 2
     for (int j = lg; j < chunks; j += LPR) {
+      const Chunk<F, STAGE> cur = next;
+      load_chunk(next, rows, j + LPR, chunks, k_phase);  // one chunk ahead
       const int k0 = j * E;
-      uint4 raw[R];
-      float sw[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        raw[r] = rows[r].valid ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
-                               : make_uint4(0, 0, 0, 0);
-        sw[r] = rows[r].valid ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
-      }
       float wv[R][E];
 #pragma unroll
-      for (int r = 0; r < R; ++r) decode16<F>(raw[r], wv[r]);
+      for (int r = 0; r < R; ++r) decode16<F>(cur.raw[r], wv[r]);
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
         if (t >= nt) break;
@@ -182,7 +220,7 @@ __global__ void __launch_bounds__(kThreads) expert_gemv_kernel(GemvArgs a, Tile 
           }
         }
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[t][r] = fmaf(part[r], sw[r], acc[t][r]);
+        for (int r = 0; r < R; ++r) acc[t][r] = fmaf(part[r], cur.scale[r], acc[t][r]);
       }
     }
 
@@ -234,8 +272,7 @@ void launch_stage(const GemvArgs& a, cudaStream_t stream) {
   const size_t smem = sizeof(float) * (static_cast<size_t>(kTokens) * K + static_cast<size_t>(kTokens) * tile.rows);
   auto kernel = expert_gemv_kernel<F, STAGE>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  kernel<<<grid, kThreads, smem, stream>>>(a, tile);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, a, tile);
 }
 
 template <int STAGE>

@@ -13,8 +13,10 @@ struct RouteArgs {
   const float* logits;  // [M, E]
   int* topk_ids;        // [M, K]
   float* topk_weights;  // [M, K]
+  AQuant quant;         // stage 1's activation quantisation
+  float* xq;            // [M, H] out: x quantised (dequantised values), what stage 1 multiplies
   // Shared expert (all null when the layer has none).
-  const uint16_t* x;                 // [M, H] bf16, for the shared gate
+  const uint16_t* x;                 // [M, H] bf16
   int hidden;
   const float* shared_gate_weight;   // [H] or null (gate = 1)
   float* shared_gate_out;            // [M]
@@ -25,6 +27,10 @@ struct RouteArgs {
 };
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream);
 
+struct AlignArgs;
+// Small M: routing, quantisation and grouping in one single-block launch.
+bool prologue_fits_one_block(int M, int top_k);
+
 struct AlignArgs {
   const int* topk_ids;  // [n_pairs]
   int n_pairs, num_experts;
@@ -34,12 +40,13 @@ struct AlignArgs {
   int* num_active;    // [1]
 };
 void launch_align(const AlignArgs& a, cudaStream_t stream);
+void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream);
 
 struct GemvArgs {
   ExpertWeightsDev w;
   GroupingDev g;
   ActivationParams act;
-  const uint16_t* x;  // stage 1 input [tokens, H] bf16
+  const float* xq;    // stage 1 input [tokens, H], already quantised
   uint16_t* h;        // stage 1 output, stage 2 input [pairs, P] bf16
   float* y;           // stage 2 output [pairs, H] fp32
   int max_groups;     // grid bound on active experts

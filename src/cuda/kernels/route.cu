@@ -1,152 +1,117 @@
-// Routing on the GPU (FORMATS.md section 4): one block per token; softmax_topk, topk_softmax, sigmoid_grouped; the
-// shared expert's sigmoid gate; and the trivial grouping the shared expert uses (every token, in order).
+// The call's prologue: routing (a warp per token), the shared expert's gate, and each token's activations
+// quantised once for stage 1 (xq, dequantised fp32 values). For small M one block also groups the pairs by expert,
+// so the whole prologue is a single launch; for large M routing spreads over many blocks and a separate
+// single-block kernel groups.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "core/codecs.h"
-#include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
 namespace {
 
-constexpr int kRouteThreads = 256;
+constexpr int kRouteWarps = 8;
 
-// Picks the top-k of `score` (masked entries are -inf) in descending order, ties to the lower id. `score` is
-// consumed: each pick is set to -inf.
-__device__ void pick_top_k(float* score, int E, int k, int* out, float* sv, int* si) {
-  for (int j = 0; j < k; ++j) {
-    ArgMax a{-INFINITY, -1};
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      const float v = score[e];
-      if (v != -INFINITY && v == v) {
-        ArgMax c{v, e};
-        if (better(c, a)) a = c;
-      }
-    }
-    const ArgMax best = block_argmax(a, sv, si);
-    if (threadIdx.x == 0) {
-      out[j] = best.i;
-      if (best.i >= 0) score[best.i] = -INFINITY;
-    }
-    __syncthreads();
+// Token t's shared-expert gate (one warp).
+__device__ void warp_shared_gate(const RouteArgs& a, int t) {
+  const int lane = threadIdx.x % 32;
+  float g = 1.0f;
+  if (a.shared_gate_weight) {
+    const uint16_t* x = a.x + static_cast<size_t>(t) * a.hidden;
+    float s = 0.0f;
+    for (int h = lane; h < a.hidden; h += 32) s += bf16_to_f32(x[h]) * a.shared_gate_weight[h];
+    s = warp_sum(s);
+    g = 1.0f / (1.0f + expf(-s));
+  }
+  if (lane == 0) {
+    a.shared_gate_out[t] = g;
+    a.shared_pairs[t] = t;
   }
 }
 
-__global__ void __launch_bounds__(kRouteThreads) route_kernel(RouteArgs a) {
-  const int t = blockIdx.x;
-  const RouterParams& rp = a.router;
-  const int E = rp.num_experts, K = rp.top_k;
-  extern __shared__ float smem[];
-  float* prob = smem;       // [E] the routing probability / sigmoid score (weights come from it)
-  float* sel = smem + E;    // [E] the selection score (consumed by pick_top_k)
-  __shared__ float sv[32];
-  __shared__ int si[32];
-  __shared__ int chosen[64];
-  __shared__ float group_score[64];
-  const float* l = a.logits + static_cast<size_t>(t) * E;
+__device__ void write_shared_grouping(const RouteArgs& a, int M) {
+  a.shared_offsets[0] = 0;
+  a.shared_offsets[1] = M;
+  a.shared_active[0] = 0;
+  a.shared_num_active[0] = 1;
+}
 
-  if (rp.kind == Router::SoftmaxTopk) {
-    float m = -INFINITY;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) m = fmaxf(m, l[e]);
-    m = block_max(m, sv);
-    float s = 0.0f;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      prob[e] = expf(l[e] - m);
-      s += prob[e];
-    }
-    s = block_sum(s, sv);
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      prob[e] = prob[e] / s;
-      sel[e] = prob[e];
-    }
-    __syncthreads();
-    pick_top_k(sel, E, K, chosen, sv, si);
-  } else if (rp.kind == Router::TopkSoftmax) {
-    for (int e = threadIdx.x; e < E; e += blockDim.x) sel[e] = l[e];
-    __syncthreads();
-    pick_top_k(sel, E, K, chosen, sv, si);
-  } else {
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      prob[e] = 1.0f / (1.0f + expf(-l[e]));
-      sel[e] = prob[e] + (rp.bias ? rp.bias[e] : 0.0f);
-    }
-    __syncthreads();
-    const int gsize = E / rp.n_group;
-    for (int g = threadIdx.x; g < rp.n_group; g += blockDim.x) {
-      float b1 = -INFINITY, b2 = -INFINITY;
-      for (int e = g * gsize; e < (g + 1) * gsize; ++e) {
-        const float v = sel[e];
-        if (v > b1) {
-          b2 = b1;
-          b1 = v;
-        } else if (v > b2) {
-          b2 = v;
-        }
-      }
-      group_score[g] = gsize >= 2 ? b1 + b2 : b1;
-    }
-    __syncthreads();
-    __shared__ int keep[64];
-    pick_top_k(group_score, rp.n_group, rp.topk_group, keep, sv, si);
-    // Mask experts outside the kept groups.
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      const int g = e / gsize;
-      bool kept = false;
-      for (int j = 0; j < rp.topk_group; ++j) kept |= keep[j] == g;
-      if (!kept) sel[e] = -INFINITY;
-    }
-    __syncthreads();
-    pick_top_k(sel, E, K, chosen, sv, si);
-  }
+__device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g, const GroupGrid& grid) {
+  const size_t row = static_cast<size_t>(t) * a.hidden;
+  warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
+}
 
-  if (threadIdx.x == 0) {
-    int* ids = a.topk_ids + static_cast<size_t>(t) * K;
-    float* w = a.topk_weights + static_cast<size_t>(t) * K;
-    if (rp.kind == Router::TopkSoftmax) {
-      const float m = l[chosen[0]];
-      float s = 0.0f;
-      for (int j = 0; j < K; ++j) s += expf(l[chosen[j]] - m);
-      for (int j = 0; j < K; ++j) w[j] = expf(l[chosen[j]] - m) / s;
-    } else {
-      float s = 0.0f;
-      for (int j = 0; j < K; ++j) s += prob[chosen[j]];
-      for (int j = 0; j < K; ++j) {
-        float v = rp.renormalize ? prob[chosen[j]] / s : prob[chosen[j]];
-        if (rp.kind == Router::SigmoidGrouped) v *= rp.routed_scaling_factor;
-        w[j] = v;
-      }
-    }
-    for (int j = 0; j < K; ++j) ids[j] = chosen[j];
-  }
-
-  // The shared expert: every token, in order, with its sigmoid gate (1 when the layer has no gate).
+template <int kPerLane>
+__global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
+  pdl_trigger();  // the first kernel of a call: launched in stream order, lets the next one start early
+  const int warp = threadIdx.x / 32;
+  const int t = blockIdx.x * kRouteWarps + warp;
+  if (t >= M) return;
+  const int K = a.router.top_k, E = a.router.num_experts;
+  warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E, a.topk_ids + static_cast<size_t>(t) * K,
+                       a.topk_weights + static_cast<size_t>(t) * K);
+  const GroupGrid grid(a.quant, a.hidden, 0);
+  for (int g = 0; g < grid.count(); ++g) warp_quantize_token_group(a, t, g, grid);
   if (a.shared_gate_out) {
-    float g = 1.0f;
-    if (a.shared_gate_weight) {
-      const uint16_t* x = a.x + static_cast<size_t>(t) * a.hidden;
-      float s = 0.0f;
-      for (int h = threadIdx.x; h < a.hidden; h += blockDim.x) s += bf16_to_f32(x[h]) * a.shared_gate_weight[h];
-      s = block_sum(s, sv);
-      g = 1.0f / (1.0f + expf(-s));
-    }
-    if (threadIdx.x == 0) {
-      a.shared_gate_out[t] = g;
-      a.shared_pairs[t] = t;
-      if (t == 0) {
-        a.shared_offsets[0] = 0;
-        a.shared_offsets[1] = gridDim.x;
-        a.shared_active[0] = 0;
-        a.shared_num_active[0] = 1;
-      }
-    }
+    warp_shared_gate(a, t);
+    if (t == 0 && threadIdx.x % 32 == 0) write_shared_grouping(a, M);
   }
+}
+
+constexpr int kSmallMaxPairs = 1024;
+
+template <int kPerLane>
+__global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
+  __shared__ AlignShared s;
+  __shared__ int ids[kSmallMaxPairs];
+  pdl_trigger();  // the first kernel of a call: launched in stream order, lets stage 1 start early
+  const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
+  const int K = a.router.top_k, E = a.router.num_experts;
+  for (int t = warp; t < M; t += warps) {
+    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E, a.topk_ids + static_cast<size_t>(t) * K,
+                         a.topk_weights + static_cast<size_t>(t) * K);
+    __syncwarp();
+    if (lane < K) ids[t * K + lane] = a.topk_ids[static_cast<size_t>(t) * K + lane];
+    if (a.shared_gate_out) warp_shared_gate(a, t);
+  }
+  // Every (token, group) of the activations is quantised by some warp, in parallel.
+  const GroupGrid grid(a.quant, a.hidden, 0);
+  const int groups = grid.count();
+  for (int p = warp; p < M * groups; p += warps) warp_quantize_token_group(a, p / groups, p % groups, grid);
+  if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
+  __syncthreads();
+  block_align(ids, al, s);
 }
 
 }  // namespace
 
+bool prologue_fits_one_block(int M, int top_k) { return M * top_k <= kSmallMaxPairs && M <= 64; }
+
+// Experts per lane of the warp router: the smallest instantiation that holds E.
+template <typename Launch>
+void with_per_lane(int E, Launch&& launch) {
+  if (E <= 128) launch(std::integral_constant<int, 4>{});
+  else if (E <= 256) launch(std::integral_constant<int, 8>{});
+  else if (E <= 512) launch(std::integral_constant<int, 16>{});
+  else launch(std::integral_constant<int, 32>{});
+}
+
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
-  const size_t smem = 2 * sizeof(float) * static_cast<size_t>(a.router.num_experts);
-  route_kernel<<<M, kRouteThreads, smem, stream>>>(a);
+  with_per_lane(a.router.num_experts, [&](auto per_lane) {
+    route_kernel<decltype(per_lane)::value><<<(M + kRouteWarps - 1) / kRouteWarps, kRouteWarps * 32, 0, stream>>>(a, M);
+  });
+}
+
+void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream) {
+  with_per_lane(a.router.num_experts, [&](auto per_lane) {
+    prologue_small_kernel<decltype(per_lane)::value><<<1, kAlignThreads, 0, stream>>>(a, al, M);
+  });
 }
 
 }  // namespace moe::cuda

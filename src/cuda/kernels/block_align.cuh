@@ -1,0 +1,77 @@
+#pragma once
+// Groups (token, slot) pairs by expert inside one block of kAlignThreads threads: counts, offsets, the pairs of
+// each expert and the list of active experts. Counters start from zero inside the kernel. Positions inside an
+// expert come from integer atomics: the order can vary, but each pair's result never depends on its position, so
+// outputs are bitwise stable.
+#include <cuda_runtime.h>
+
+#include "cuda/kernels/launchers.h"
+
+namespace moe::cuda {
+
+constexpr int kAlignThreads = 1024;
+
+struct AlignShared {
+  int counts[kAlignThreads];
+  int cursor[kAlignThreads];
+  int warp_sums[33];
+};
+
+// Exclusive scan of one value per thread (blockDim.x == kAlignThreads); returns the prefix, *total the sum.
+__device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int incl = v;
+  for (int off = 1; off < 32; off *= 2) {
+    const int o = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += o;
+  }
+  __syncthreads();
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int w = warp_sums[lane];
+    int wincl = w;
+    for (int off = 1; off < 32; off *= 2) {
+      const int o = __shfl_up_sync(0xffffffffu, wincl, off);
+      if (lane >= off) wincl += o;
+    }
+    warp_sums[lane] = wincl - w;
+    if (lane == 31) warp_sums[32] = wincl;
+  }
+  __syncthreads();
+  *total = warp_sums[32];
+  return warp_sums[warp] + incl - v;
+}
+
+// `ids` may be in global or shared memory and must be complete (a __syncthreads() after writing it).
+__device__ __forceinline__ void block_align(const int* ids, const AlignArgs& a, AlignShared& s) {
+  const int E = a.num_experts, e = threadIdx.x;
+  s.counts[e] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < a.n_pairs; p += blockDim.x) {
+    const int id = ids[p];
+    if (id >= 0 && id < E) atomicAdd(&s.counts[id], 1);
+  }
+  __syncthreads();
+  const int c = e < E ? s.counts[e] : 0;
+  int total = 0, active_total = 0;
+  const int start = block_exclusive_scan(c, s.warp_sums, &total);
+  const int active_pos = block_exclusive_scan(c > 0 ? 1 : 0, s.warp_sums, &active_total);
+  if (e < E) {
+    a.offsets[e] = start;
+    s.cursor[e] = start;
+    if (c > 0) a.active[active_pos] = e;
+    if (e >= active_total) a.active[e] = -1;  // every slot is written: stage blocks past the active ones exit
+  }
+  if (e == 0) {
+    a.offsets[E] = total;
+    *a.num_active = active_total;
+  }
+  __syncthreads();
+  for (int p = threadIdx.x; p < a.n_pairs; p += blockDim.x) {
+    const int id = ids[p];
+    if (id >= 0 && id < E) a.sorted_pairs[atomicAdd(&s.cursor[id], 1)] = p;
+  }
+}
+
+}  // namespace moe::cuda
