@@ -11,7 +11,9 @@ namespace moe::model {
 // quantise their inputs per token per 1x128 group.
 void dense_mlp(const DenseMlpWeights& w, const float* x, int64_t M, float* out);
 
-// out [M, H] = the MoE layer on x: router logits = x · gateᵀ in fp32, routing by moe::route_tokens. Quantised
+// out [M, H] = the MoE layer on x: router logits = x · gateᵀ in fp32, routing over all experts (moe::route).
+// Under tensor / expert parallelism w.experts is one rank's shard and out its partial sum: EP keeps only the
+// slots of the rank's experts, and only EP rank 0 adds the shared expert. Quantised
 // experts (fp8 / mxfp4) run through the fused MoE reference (moe::reference_experts, FORMATS.md section 4),
 // which rounds the expert's h to bf16 before quantising it, as every engine kernel does. Unquantised (bf16)
 // experts keep h in fp32, as the fp32 HF model does: the fused op's bf16 rounding of h alone moves the tiny
