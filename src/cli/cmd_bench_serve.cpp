@@ -92,7 +92,8 @@ Outcome send_one(const Config& cfg, const std::vector<int32_t>& prompt, int64_t 
       } else {
         if (j.contains("usage") && j["usage"].is_object())
           o.output_len = j["usage"].value("completion_tokens", o.output_len);
-        has_tokens = !j["choices"].empty() && !j["choices"][0].value("text", std::string()).empty();
+        // A chunk per decode step; its text may be empty (bytes of a character still incomplete).
+        has_tokens = !j["choices"].empty();
       }
       if (!has_tokens) continue;
       const auto now = Clock::now();
