@@ -16,21 +16,37 @@ PrefixCache::PrefixCache(model::ModelRunner& runner) : runner_(runner), root_(st
 
 PrefixCache::~PrefixCache() = default;  // the runner (and its pool) is going away with the engine
 
-std::vector<int32_t> PrefixCache::match(const std::vector<int32_t>& tokens) {
+PrefixCache::Match PrefixCache::match(const std::vector<int32_t>& tokens) {
   const int64_t ps = runner_.pages().page_size();
-  std::vector<int32_t> pages;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  Match m;
   Node* node = root_.get();
   const uint64_t now = ++clock_;
   std::vector<int32_t> key(static_cast<size_t>(ps));
-  for (int64_t start = 0; start + ps <= static_cast<int64_t>(tokens.size()); start += ps) {
-    std::copy(tokens.begin() + start, tokens.begin() + start + ps, key.begin());
+  for (; m.tokens + ps <= n; m.tokens += ps) {
+    std::copy(tokens.begin() + m.tokens, tokens.begin() + m.tokens + ps, key.begin());
     const auto it = node->children.find(key);
     if (it == node->children.end()) break;
     node = it->second.get();
     node->last_use = now;
-    pages.push_back(node->page);
+    m.pages.push_back(node->page);
   }
-  return pages;
+  // The child page sharing the longest start with what is left.
+  Node* best = nullptr;
+  int64_t best_len = 0;
+  for (auto& [k, child] : node->children) {
+    int64_t len = 0;
+    while (len < ps && m.tokens + len < n &&
+           k[static_cast<size_t>(len)] == tokens[static_cast<size_t>(m.tokens + len)])
+      ++len;
+    if (len > best_len) best = child.get(), best_len = len;
+  }
+  if (best) {
+    best->last_use = now;
+    m.pages.push_back(best->page);
+    m.tokens += best_len;
+  }
+  return m;
 }
 
 void PrefixCache::insert(const std::vector<int32_t>& tokens, int64_t n, const std::vector<int32_t>& pages) {

@@ -19,8 +19,13 @@ class PrefixCache {
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
-  // The pages of the longest cached run of full pages that starts `tokens`; marks them recently used.
-  std::vector<int32_t> match(const std::vector<int32_t>& tokens);
+  struct Match {
+    std::vector<int32_t> pages;  // the last may hold only its first tokens % page_size tokens of the match
+    int64_t tokens = 0;
+  };
+  // The longest cached prefix of `tokens`: a run of full pages, then possibly the start of one more page
+  // (a new sequence copies that page). Marks the pages recently used.
+  Match match(const std::vector<int32_t>& tokens);
   // Records the full pages of tokens[0, n) whose K/V live in `pages` (a sequence's page table). Pages
   // already cached under the same tokens are kept as they are.
   void insert(const std::vector<int32_t>& tokens, int64_t n, const std::vector<int32_t>& pages);

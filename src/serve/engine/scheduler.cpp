@@ -153,24 +153,22 @@ bool ServingEngine::take_inbox() {
   if (stop && !drain)
     for (auto& r : requests_)
       if (r->unfinished > 0) abort_request(*r, "the engine is shutting down");
-  emit_events();
-  remove_finished();
+  if (flush) cache_.evict_all_unreferenced();
+  finish_round();  // before the flush is reported done, so a stats() after flush_cache() sees its effect
   if (flush) {
-    cache_.evict_all_unreferenced();
-    std::lock_guard lock(mu_);
-    flush_done_ = flush_requested_;
+    {
+      std::lock_guard lock(mu_);
+      flush_done_ = flush_requested_;
+    }
+    flushed_cv_.notify_all();
   }
-  if (flush) flushed_cv_.notify_all();
-  publish_stats();
   return !(stop && waiting_.empty() && running_.empty());
 }
 
 void ServingEngine::loop() {
   while (take_inbox()) {
     if (!waiting_.empty() || !running_.empty()) step();
-    emit_events();
-    remove_finished();
-    publish_stats();
+    finish_round();
   }
   std::lock_guard lock(mu_);
   thread_done_ = true;
@@ -206,8 +204,9 @@ std::vector<ServingEngine::Planned> ServingEngine::plan_step() {
     plan.push_back({c, chunk});
   }
   // Pages for the running choices: free pool, then evict cached pages, then preempt the newest.
+  int64_t need = 0;
   for (;;) {
-    int64_t need = 0;
+    need = 0;
     for (const Planned& p : plan)
       need += runner_.pages().pages_needed(runner_.kv(*p.choice->seq), p.choice->kv_len + p.chunk);
     if (cache_.ensure_free(need) || running_.size() <= 1) break;
@@ -216,11 +215,12 @@ std::vector<ServingEngine::Planned> ServingEngine::plan_step() {
                plan.end());
     preempt(*victim);
   }
-  admit_waiting(plan, budget);
+  admit_waiting(plan, budget, need);
   return plan;
 }
 
-void ServingEngine::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
+void ServingEngine::admit_waiting(std::vector<Planned>& plan, int64_t& budget, int64_t promised) {
+  // `promised`: free pages the planned step will take (sequences grow at step time).
   const int64_t ps = runner_.pages().page_size();
   while (!waiting_.empty() && budget > 0) {
     ChoiceState& c = *waiting_.front();
@@ -232,14 +232,18 @@ void ServingEngine::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
     int64_t limit = static_cast<int64_t>(c.tokens.size()) - 1;
     if (r.wants_prompt_logprobs() && r.prompt_logprobs.size() > 0 && !r.choices_spawned && c.index == 0)
       limit = std::min(limit, std::max<int64_t>(r.req.logprob_start_len - 1, 0));
-    std::vector<int32_t> pages = cache_.match(c.tokens);
-    const int64_t cached = std::min(static_cast<int64_t>(pages.size()) * ps, limit);
+    PrefixCache::Match m = cache_.match(c.tokens);
+    std::vector<int32_t>& pages = m.pages;
+    const int64_t cached = std::min(m.tokens, limit);
     pages.resize(static_cast<size_t>((cached + ps - 1) / ps));
     const int64_t chunk = std::min(static_cast<int64_t>(c.tokens.size()) - cached, budget);
     const int64_t need = (cached + chunk + ps - 1) / ps - cached / ps;
     for (const int32_t p : pages) runner_.retain_page(p);  // not evicted while we make room
-    const bool fits = cache_.ensure_free(need);
-    if (fits) c.seq = runner_.add_sequence_from_pages(pages, cached);
+    const bool fits = cache_.ensure_free(promised + need);
+    if (fits) {
+      c.seq = runner_.add_sequence_from_pages(pages, cached);
+      promised += runner_.pages().pages_needed(runner_.kv(*c.seq), cached + chunk);
+    }
     for (const int32_t p : pages) runner_.release_page(p);
     if (!fits) {
       if (running_.empty() && plan.empty()) {
@@ -318,14 +322,29 @@ void ServingEngine::run_planned(const std::vector<Planned>& plan) {
   }
 }
 
+void ServingEngine::finish_round() {
+  // Stats first, so whoever sees a final event also sees it counted.
+  prune_lists();
+  publish_stats();
+  emit_events();
+  remove_finished();
+}
+
+void ServingEngine::prune_lists() {
+  auto done = [](const ChoiceState* c) { return c->finished; };
+  running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), done), waiting_.end());
+}
+
 void ServingEngine::remove_finished() {
-  running_.erase(
-      std::remove_if(running_.begin(), running_.end(), [](const ChoiceState* c) { return c->finished; }),
-      running_.end());
-  waiting_.erase(
-      std::remove_if(waiting_.begin(), waiting_.end(), [](const ChoiceState* c) { return c->finished; }),
-      waiting_.end());
-  requests_.remove_if([](const std::unique_ptr<RequestState>& r) { return r->unfinished == 0; });
+  prune_lists();  // emit_events may have aborted requests whose consumer failed
+  requests_.remove_if([](const std::unique_ptr<RequestState>& r) {
+    if (r->unfinished > 0) return false;
+    if (r->callback_failed) return true;
+    for (const auto& c : r->choices)
+      if (c->has_output()) return false;  // its final event is still to go out
+    return true;
+  });
 }
 
 void ServingEngine::publish_stats() {

@@ -54,7 +54,7 @@ class ServingEngine final : public Engine {
   bool take_inbox();
   void step();
   std::vector<Planned> plan_step();
-  void admit_waiting(std::vector<Planned>& plan, int64_t& budget);
+  void admit_waiting(std::vector<Planned>& plan, int64_t& budget, int64_t promised);
   void preempt(ChoiceState& c);
   void run_planned(const std::vector<Planned>& plan);
   void after_chunk(ChoiceState& c, int64_t chunk, const float* rows, bool all_rows);
@@ -64,6 +64,8 @@ class ServingEngine final : public Engine {
   void abort_request(RequestState& r, const std::string& error);
   void release_kv(ChoiceState& c);
   void emit_events();
+  void finish_round();
+  void prune_lists();
   void remove_finished();
   void publish_stats();
   std::string validate(const GenerateRequest& req) const;
