@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "cuda/bench.h"
+#include "model/cuda_bench.h"
 
 namespace moe::cli {
 namespace {
@@ -21,7 +22,26 @@ std::vector<std::string> split(const std::string& s) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8"}, {});
+  Args a(argc, argv,
+         {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8", "model", "random-shape", "format",
+          "layers", "batches", "context", "prefill", "reps"},
+         {});
+  // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
+  if (a.has("model") || a.has("random-shape")) {
+    model::ModelBenchOptions m;
+    m.model_dir = a.str("model", "");
+    m.random_shape = a.str("random-shape", "");
+    m.format = a.str("format", m.format);
+    m.layers = static_cast<int>(a.integer("layers", 0));
+    if (a.has("batches")) {
+      m.batches.clear();
+      for (const std::string& b : split(a.str("batches"))) m.batches.push_back(std::stoi(b));
+    }
+    m.context = static_cast<int>(a.integer("context", m.context));
+    m.prefill_tokens = static_cast<int>(a.integer("prefill", m.prefill_tokens));
+    m.reps = static_cast<int>(a.integer("reps", m.reps));
+    return model::run_model_bench(m);
+  }
   cuda::BenchOptions o;
   o.shapes = split(a.str("shapes", "qwen3-30b-a3b"));
   o.formats = split(a.str("formats", "fp8_block,bf16"));
