@@ -1,8 +1,10 @@
 #include "cuda/moe_layer.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
+#include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/launchers.h"
 #include "cuda/random_fill.h"
 #include "quant/fp8_block.h"
@@ -169,17 +171,76 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_h = DeviceBuffer(M * Ps * 2);
     shared_y = DeviceBuffer(M * H * 4);
   }
+  const ActQuant aq = layer.config().act_quant;
+  const AQuant q = aq == ActQuant::None ? AQuant::None : aq == ActQuant::Fp8_1x128 ? AQuant::Fp8 : AQuant::Mxfp4;
+  if (mma_supported(layer.experts().view.format, q)) {
+    const bool fp8 = q == AQuant::Fp8;
+    const auto k_groups = [](size_t n, size_t phase) { return (n + phase + 127) / 128; };
+    mma_max_tiles = cuda::mma_max_tiles(static_cast<int>(M * K), static_cast<int>(E));
+    const DeviceProjection* s = layer.shared();
+    shared_mma_max_tiles = s ? cuda::mma_max_tiles(static_cast<int>(M), 1) : 0;
+    mma_tiles = DeviceBuffer(static_cast<size_t>(std::max(mma_max_tiles, shared_mma_max_tiles)) * 8);
+    mma_num_tiles = DeviceBuffer(4);
+    if (fp8) {
+      mma_x_codes = DeviceBuffer(M * H);
+      mma_x_scales = DeviceBuffer(M * k_groups(H, 0) * 4);
+      mma_h_codes = DeviceBuffer(M * K * P);
+      mma_h_scales = DeviceBuffer(M * K * k_groups(P, static_cast<size_t>(layer.experts().view.phase)) * 4);
+      if (s) {
+        const size_t Ps = static_cast<size_t>(s->view.inter);
+        shared_mma_h_codes = DeviceBuffer(M * Ps);
+        shared_mma_h_scales = DeviceBuffer(M * k_groups(Ps, static_cast<size_t>(s->view.phase)) * 4);
+      }
+    }
+  }
 }
 
 void MoeWorkspace::poison(cudaStream_t s) {
   for (DeviceBuffer* b : {&topk_ids, &topk_weights, &offsets, &sorted_pairs, &active, &num_active, &xq, &h, &y,
                           &shared_gate, &shared_pairs, &shared_offsets, &shared_active, &shared_num_active, &shared_h,
-                          &shared_y})
+                          &shared_y, &mma_x_codes, &mma_x_scales, &mma_h_codes, &mma_h_scales, &mma_tiles,
+                          &mma_num_tiles, &shared_mma_h_codes, &shared_mma_h_scales})
     b->poison(s);
 }
 
+int mma_min_tokens() {
+  static const int threshold = [] {
+    const char* v = std::getenv("MOE_MMA_MIN_TOKENS");
+    return std::max(65, v ? std::atoi(v) : 128);
+  }();
+  return threshold;
+}
+
+namespace {
+
+bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M, GemmPath path) {
+  if (path == GemmPath::Gemv || ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant)) return false;
+  return path == GemmPath::Mma || M >= mma_min_tokens();
+}
+
+// Stages 1 and 2 of one projection (routed or shared) on the chosen path.
+void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M, GemmPath path,
+                       cudaStream_t stream) {
+  if (!use_mma(ws, g.act, g.w, M, path)) {
+    launch_stage1(g, stream);
+    launch_stage2(g, stream);
+    return;
+  }
+  MmaScratch s{};
+  s.x_codes = ws.mma_x_codes.as<uint8_t>();
+  s.x_scales = ws.mma_x_scales.as<float>();
+  s.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
+  s.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
+  s.tiles = ws.mma_tiles.as<int2>();
+  s.num_tiles = ws.mma_num_tiles.as<int>();
+  s.max_tiles = mma_max_tiles(M * g.g.pair_div, std::min(g.w.num_experts, M * g.g.pair_div));
+  launch_expert_mma(g, x, M, s, stream);
+}
+
+}  // namespace
+
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits, int M,
-               uint16_t* out, cudaStream_t stream) {
+               uint16_t* out, cudaStream_t stream, GemmPath path) {
   require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ", ws.max_tokens(), "]");
   const MoeConfig& cfg = layer.config();
   const int K = cfg.router.top_k, E = layer.num_experts();
@@ -231,8 +292,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   g.h = ws.h.as<uint16_t>();
   g.y = ws.y.as<float>();
   g.max_groups = std::min(E, M * K);
-  launch_stage1(g, stream);
-  launch_stage2(g, stream);
+  run_expert_stages(g, ws, false, x, M, path, stream);
 
   if (shared) {
     GemvArgs s = g;
@@ -242,8 +302,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.h = ws.shared_h.as<uint16_t>();
     s.y = ws.shared_y.as<float>();
     s.max_groups = 1;
-    launch_stage1(s, stream);
-    launch_stage2(s, stream);
+    run_expert_stages(s, ws, true, x, M, path, stream);
   }
 
   CombineArgs ca{ws.y.as<float>(), ws.topk_ids.as<int>(), ws.topk_weights.as<float>(),
