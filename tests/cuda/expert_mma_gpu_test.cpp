@@ -33,7 +33,8 @@ struct GpuCase {
   std::vector<uint16_t> x_bf16;
 };
 
-GpuCase make_case(WeightFormat f, int64_t M, int64_t E, int64_t H, int64_t I, int top_k, int64_t shared_inter) {
+GpuCase make_case(WeightFormat f, int64_t M, int64_t E, int64_t H, int64_t I, int top_k,
+                  int64_t shared_inter) {
   CaseSpec spec;
   spec.config.format = f;
   spec.config.act_quant = f == WeightFormat::Fp8Block ? ActQuant::Fp8_1x128 : ActQuant::None;
@@ -80,7 +81,8 @@ int64_t non_finite(const std::vector<float>& v) {
 
 class ExpertMmaGpu : public ::testing::TestWithParam<WeightFormat> {};
 
-// Routed experts (E=64, top 6, H=1024 with a K tail: I=720 is not a multiple of 64 or 128) plus a shared expert.
+// Routed experts (E=64, top 6, H=1024 with a K tail: I=720 is not a multiple of 64 or 128) plus a shared
+// expert.
 TEST_P(ExpertMmaGpu, ForcedAtSmallMMatchesReference) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const WeightFormat f = GetParam();
@@ -97,7 +99,8 @@ TEST_P(ExpertMmaGpu, ForcedAtSmallMMatchesReference) {
   for (int M : {1, 3, 17, 300}) {
     const std::vector<float> out = run(layer, ws, g, M, cuda::GemmPath::Mma);
     const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
-    std::printf("[mma %s] M=%-4d %s\n", std::string(format_name(f)).c_str(), M, verdict_line(cmp, tol).c_str());
+    std::printf("[mma %s] M=%-4d %s\n", std::string(format_name(f)).c_str(), M,
+                verdict_line(cmp, tol).c_str());
     EXPECT_EQ(non_finite(out), 0) << "M=" << M;
     EXPECT_TRUE(cmp.passed(tol)) << "M=" << M << " " << verdict_line(cmp, tol);
   }
@@ -124,8 +127,8 @@ TEST_P(ExpertMmaGpu, TensorParallelShardMatchesGemv) {
     const std::vector<float> mma = run(layer, ws, g, kM, cuda::GemmPath::Mma);
     const Comparison cmp = compare(mma.data(), gemv.data(), static_cast<int64_t>(mma.size()));
     const double tol = default_tolerance(g.c.config);
-    std::printf("[mma %s] TP rank %d/8 (phase %d) vs GEMV: %s\n", std::string(format_name(f)).c_str(), rank_id,
-                layer.experts().view.phase, verdict_line(cmp, tol).c_str());
+    std::printf("[mma %s] TP rank %d/8 (phase %d) vs GEMV: %s\n", std::string(format_name(f)).c_str(),
+                rank_id, layer.experts().view.phase, verdict_line(cmp, tol).c_str());
     EXPECT_EQ(non_finite(mma), 0);
     EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
   }

@@ -1,10 +1,10 @@
-// Stages 1 and 2 of the fused MoE as a grouped GEMM on tensor cores (see expert_mma.h). One block computes a tile of
-// 128 pairs of one expert (rows gathered through the sorted pair list) x 128 weight rows, over K in steps of 128
-// bytes: 64 bf16 or 128 fp8 values, which for fp8 is exactly one block of the checkpoint's 128 grid (stage 2's K
-// starts `phase` before its first element, those columns zero-filled). A 4-stage cp.async pipeline feeds
-// ldmatrix + mma.sync; 8 warps in a 2 x 4 layout each own 64 x 32 outputs. For fp8 each K step accumulates into a
-// fresh fp32 partial that is added to the result times that block's activation and weight scales. No split K, no
-// atomics: the same bits on every run.
+// Stages 1 and 2 of the fused MoE as a grouped GEMM on tensor cores (see expert_mma.h). One block computes a
+// tile of 128 pairs of one expert (rows gathered through the sorted pair list) x 128 weight rows, over K in
+// steps of 128 bytes: 64 bf16 or 128 fp8 values, which for fp8 is exactly one block of the checkpoint's 128
+// grid (stage 2's K starts `phase` before its first element, those columns zero-filled). A 4-stage cp.async
+// pipeline feeds ldmatrix + mma.sync; 8 warps in a 2 x 4 layout each own 64 x 32 outputs. For fp8 each K step
+// accumulates into a fresh fp32 partial that is added to the result times that block's activation and weight
+// scales. No split K, no atomics: the same bits on every run.
 #include "cuda/kernels/expert_mma.h"
 
 #include <algorithm>
@@ -34,17 +34,17 @@ struct MmaKernelArgs {
   const int* sorted_pairs;
   const int2* tiles;
   const int* num_tiles;
-  const uint8_t* a;        // A rows: [rows, k] bf16 or fp8 codes; row of pair p = p / a_div
-  const float* a_scales;   // fp8: [rows, a_groups]
+  const uint8_t* a;       // A rows: [rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  const float* a_scales;  // fp8: [rows, a_groups]
   int a_div, a_groups;
-  int k, k_phase, steps;   // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
-  uint16_t* h;             // stage 1 out [pairs, P]
-  float* y;                // stage 2 out [pairs, H]
+  int k, k_phase, steps;  // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
+  uint16_t* h;            // stage 1 out [pairs, P]
+  float* y;               // stage 2 out [pairs, H]
 };
 
-// Weight row (and its validity) behind tile row r. Stage 1 interleaves per warp column: tile rows 32w..32w+15 are
-// gate rows of outputs n0 + 16w + (0..15), rows 32w+16..32w+31 the up rows of the same outputs, so each thread
-// holds g and u of the same h element.
+// Weight row (and its validity) behind tile row r. Stage 1 interleaves per warp column: tile rows 32w..32w+15
+// are gate rows of outputs n0 + 16w + (0..15), rows 32w+16..32w+31 the up rows of the same outputs, so each
+// thread holds g and u of the same h element.
 template <int kStage>
 __device__ __forceinline__ int weight_row(const ExpertWeightsDev& w, int n0, int r, int* half, int* n) {
   if (kStage == 1) {
@@ -168,7 +168,8 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mma_kernel(MmaKernelArgs a
 #pragma unroll
       for (int jj = 0; jj < 2; ++jj) {
         uint32_t t[4];
-        ldmatrix_x4(t, b_base + swizzled(wn * 32 + jj * 16 + (lane / 16) * 8 + lane % 8, 2 * ks + (lane / 8) % 2));
+        ldmatrix_x4(
+            t, b_base + swizzled(wn * 32 + jj * 16 + (lane / 16) * 8 + lane % 8, 2 * ks + (lane / 8) % 2));
         bf[2 * jj][0] = t[0];
         bf[2 * jj][1] = t[1];
         bf[2 * jj + 1][0] = t[2];
@@ -311,9 +312,12 @@ bool mma_supported(WFormat f, AQuant q) {
   return (f == WFormat::Bf16 && q == AQuant::None) || (f == WFormat::Fp8Block && q == AQuant::Fp8);
 }
 
-int mma_max_tiles(int pairs, int experts) { return (pairs + kBM - 1) / kBM + std::min(experts, pairs); }
+int mma_max_tiles(int pairs, int experts) {
+  return (pairs + kBM - 1) / kBM + std::min(experts, pairs);
+}
 
-void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s, cudaStream_t stream) {
+void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
+                       cudaStream_t stream) {
   mma_tiles_kernel<kBM><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
   MOE_CUDA_CHECK_LAUNCH();
   if (a.w.format == WFormat::Fp8Block)

@@ -1,8 +1,9 @@
 #pragma once
-// Stages 1 and 2 of the fused MoE on tensor cores, for calls where many tokens reach each expert: a grouped GEMM
-// over each active expert's sorted pair list (mma.sync, cp.async pipeline), same contract as the GEMV stages
-// (launch_stage1 / launch_stage2 in launchers.h). bf16 weights with unquantised activations run bf16 MMAs; fp8_block
-// weights with fp8 1x128 activations run e4m3 MMAs on codes, with both scales applied per 128-wide K block.
+// Stages 1 and 2 of the fused MoE on tensor cores, for calls where many tokens reach each expert: a grouped
+// GEMM over each active expert's sorted pair list (mma.sync, cp.async pipeline), same contract as the GEMV
+// stages (launch_stage1 / launch_stage2 in launchers.h). bf16 weights with unquantised activations run bf16
+// MMAs; fp8_block weights with fp8 1x128 activations run e4m3 MMAs on codes, with both scales applied per
+// 128-wide K block.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct MmaScratch {
 };
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
-void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s, cudaStream_t stream);
+void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
+                       cudaStream_t stream);
 
 }  // namespace moe::cuda

@@ -1,7 +1,7 @@
 #pragma once
 // Warp-level tensor-core primitives (sm_80+ mma.sync, sm_89+ for fp8) and the cp.async copies that feed them.
-// Shared-memory tiles are rows of 128 bytes (8 chunks of 16 bytes) with the chunk index XOR-swizzled by the row, so
-// both the cp.async writes and the ldmatrix reads of a warp touch 32 distinct banks.
+// Shared-memory tiles are rows of 128 bytes (8 chunks of 16 bytes) with the chunk index XOR-swizzled by the
+// row, so both the cp.async writes and the ldmatrix reads of a warp touch 32 distinct banks.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -21,14 +21,18 @@ __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
 
 // 16-byte global -> shared copy; when !valid nothing is read and the destination is zero-filled.
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
 }
 
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
@@ -42,8 +46,8 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
-// d += a * b for a 16x8 tile over 32 bytes of K: k16 of bf16 or k32 of fp8 e4m3. The fragments of both have the
-// same byte layout, so one ldmatrix scheme feeds either.
+// d += a * b for a 16x8 tile over 32 bytes of K: k16 of bf16 or k32 of fp8 e4m3. The fragments of both have
+// the same byte layout, so one ldmatrix scheme feeds either.
 template <bool kFp8>
 __device__ __forceinline__ void mma_16x8x32B(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   if constexpr (kFp8) {

@@ -1,7 +1,7 @@
 #pragma once
 // The work list of a grouped GEMM: every active expert's sorted pairs cut into tiles of kRows, listed as
-// (expert, first pair index) in the order of `active`. One block of up to 1024 threads (E <= 1024), one active
-// expert per thread, a block-wide exclusive scan of the tile counts.
+// (expert, first pair index) in the order of `active`. One block of up to 1024 threads (E <= 1024), one
+// active expert per thread, a block-wide exclusive scan of the tile counts.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -12,7 +12,8 @@ namespace moe::cuda {
 constexpr int kTileListThreads = 1024;
 
 template <int kRows>
-__global__ void __launch_bounds__(kTileListThreads) mma_tiles_kernel(GroupingDev g, int2* tiles, int* num_tiles) {
+__global__ void __launch_bounds__(kTileListThreads)
+    mma_tiles_kernel(GroupingDev g, int2* tiles, int* num_tiles) {
   __shared__ int warp_totals[kTileListThreads / 32];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   const int n = *g.num_active;
