@@ -218,10 +218,8 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
     return;
   }
   // FORMATS.md section 6: an fp8 linear's input is quantised per token per 1x128 group.
-  if (M <= kFp8GemvMaxM && L.scale_row_div == 128) {
-    prepare_activation(x_f32, M, L.cols, true, nullptr, act_f32_.as<float>(), stream_);
-    fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, act_f32_.as<float>(), M, y,
-             stream_);
+  if (M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols) {
+    fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, x_f32, M, y, stream_);
     return;
   }
   prepare_activation(x_f32, M, L.cols, true, act_bf16_.as<uint16_t>(), nullptr, stream_);

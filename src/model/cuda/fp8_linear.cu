@@ -26,11 +26,29 @@ __device__ __forceinline__ void decode16(const uint4& w, float* f) {
   }
 }
 
-// One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use.
+// One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The block first
+// quantises the M input rows into shared memory (FORMATS.md section 3, what prepare_activation writes): every
+// block redoes this small amount of work so the decode step needs no separate launch for it.
 template <int M>
 __global__ void __launch_bounds__(32 * kWarps)
-    gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* a, float* y) {
-  const int row = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
+    gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y) {
+  extern __shared__ float4 smem4[];
+  float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int groups = (cols + 127) / 128;
+  for (int item = warp; item < M * groups; item += kWarps) {
+    const int m = item / groups, g0 = (item % groups) * 128, g1 = min(cols, g0 + 128);
+    const float* xr = x + static_cast<int64_t>(m) * cols;
+    float amax = 0.0f;
+    for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(xr[i]));
+    amax = warp_max(amax);
+    const float s = fmaxf(amax, 1e-10f) / 448.0f;
+    for (int i = g0 + lane; i < g1; i += 32)
+      a[m * cols + i] =
+          fp8e4m3_to_f32(f32_to_fp8e4m3(fminf(fmaxf(__fdiv_rn(xr[i], s), -448.0f), 448.0f))) * s;
+  }
+  __syncthreads();
+  const int row = blockIdx.x * kWarps + warp;
   if (row >= rows) return;
   const int scols = (cols + 127) / 128;
   const float* srow = scale + static_cast<int64_t>(row / 128) * scols;
@@ -55,12 +73,12 @@ __global__ void __launch_bounds__(32 * kWarps)
       const float sw = srow[v / 8];  // 8 vectors of 16 make one 128-column block
 #pragma unroll
       for (int m = 0; m < M; ++m) {
-        const float4* av = reinterpret_cast<const float4*>(a + static_cast<int64_t>(m) * cols + v * 16);
+        const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
         float part = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const float4 x = av[i];
-          part += f[4 * i] * x.x + f[4 * i + 1] * x.y + f[4 * i + 2] * x.z + f[4 * i + 3] * x.w;
+          const float4 xv = av[i];
+          part += f[4 * i] * xv.x + f[4 * i + 1] * xv.y + f[4 * i + 2] * xv.z + f[4 * i + 3] * xv.w;
         }
         acc[m] += sw * part;
       }
@@ -73,6 +91,20 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
+template <int M>
+void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                 cudaStream_t s) {
+  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
+  if (!configured) {
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
+    configured = true;
+  }
+  gemv_kernel<M><<<blocks_for(rows, kWarps), 32 * kWarps, static_cast<size_t>(M) * cols * sizeof(float), s>>>(
+      w, scale, rows, cols, x, y);
+  MOE_CUDA_CHECK_LAUNCH();
+}
+
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
                                uint16_t* out) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -83,25 +115,20 @@ __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t row
 
 }  // namespace
 
-void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* a, int M, float* y,
+void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s) {
-  require(cols % 16 == 0 && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols, " M ", M, " unsupported");
-  const unsigned grid = blocks_for(rows, kWarps);
+  require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
+          " M ", M, " unsupported");
   switch (M) {
     case 1:
-      gemv_kernel<1><<<grid, 32 * kWarps, 0, s>>>(w, scale, rows, cols, a, y);
-      break;
+      return launch_gemv<1>(w, scale, rows, cols, x, y, s);
     case 2:
-      gemv_kernel<2><<<grid, 32 * kWarps, 0, s>>>(w, scale, rows, cols, a, y);
-      break;
+      return launch_gemv<2>(w, scale, rows, cols, x, y, s);
     case 3:
-      gemv_kernel<3><<<grid, 32 * kWarps, 0, s>>>(w, scale, rows, cols, a, y);
-      break;
+      return launch_gemv<3>(w, scale, rows, cols, x, y, s);
     default:
-      gemv_kernel<4><<<grid, 32 * kWarps, 0, s>>>(w, scale, rows, cols, a, y);
-      break;
+      return launch_gemv<4>(w, scale, rows, cols, x, y, s);
   }
-  MOE_CUDA_CHECK_LAUNCH();
 }
 
 void fp8_block_to_bf16(const uint8_t* w, const float* scale, int64_t rows, int64_t cols, uint16_t* out,

@@ -78,10 +78,11 @@ void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCa
                       int heads, int splits, float* partial, float* ctx_f32, uint16_t* ctx_bf16,
                       cudaStream_t s);
 
-// fp8_linear.cu: y [M, rows] fp32 = a [M, cols] fp32 (already fake-quantised) · dequant(W)ᵀ for fp8 block
-// weights W [rows, cols] with scales [ceil(rows/128), ceil(cols/128)]; M <= kFp8GemvMaxM, cols % 16 == 0.
-constexpr int kFp8GemvMaxM = 4;
-void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* a, int M, float* y,
+// fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
+// cols] with scales [ceil(rows/128), ceil(cols/128)]; x is the linear's unquantised fp32 input, quantised per
+// token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
+constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
+void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s);
 // W's dequantised bf16 copy (the prefill GEMM's weights), made on the device.
 void fp8_block_to_bf16(const uint8_t* w, const float* scale, int64_t rows, int64_t cols, uint16_t* out,
