@@ -7,6 +7,7 @@
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/launchers.h"
 #include "cuda/random_fill.h"
+#include "moe/tuned_config.h"
 #include "quant/fp8_block.h"
 
 namespace moe::cuda {
@@ -66,6 +67,7 @@ void check_kernel_shapes(const MoeConfig& cfg, int64_t H, const layout::InterSha
 
 DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& rank) : cfg_(cfg) {
   const layout::MoeLayerPlan& plan = rank.plan;
+  tuned_ = tuned_config_or_default(plan.tuned_config_key);
   num_experts_ = static_cast<int>(plan.experts_local);
   hidden_ = static_cast<int>(plan.spec.hidden);
   require_input(num_experts_ <= 1024, "cuda backend: at most 1024 experts per rank, got ", num_experts_);
@@ -131,6 +133,7 @@ DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShape
 
 DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed) {
   DeviceMoeLayer l(cfg);
+  l.tuned_ = tuned_config_or_default(plan.tuned_config_key);
   l.num_experts_ = static_cast<int>(plan.experts_local);
   l.hidden_ = static_cast<int>(plan.spec.hidden);
   check_kernel_shapes(cfg, l.hidden_, plan.inter, "experts");
@@ -292,6 +295,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   g.h = ws.h.as<uint16_t>();
   g.y = ws.y.as<float>();
   g.max_groups = std::min(E, M * K);
+  g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
+  g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
   run_expert_stages(g, ws, false, x, M, path, stream);
 
   if (shared) {
@@ -302,6 +307,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.h = ws.shared_h.as<uint16_t>();
     s.y = ws.shared_y.as<float>();
     s.max_groups = 1;
+    s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
     run_expert_stages(s, ws, true, x, M, path, stream);
   }
 

@@ -11,6 +11,7 @@
 #include "cuda/moe_params.h"
 #include "layout/shard.h"
 #include "moe/moe_config.h"
+#include "moe/tuned_config.h"
 
 namespace moe::cuda {
 
@@ -36,6 +37,7 @@ class DeviceMoeLayer {
   // Bytes of weights and scales one expert's w13 + w2 occupy (what a call reads per touched expert).
   size_t bytes_per_expert() const { return weight_bytes_ / static_cast<size_t>(num_experts_); }
   size_t shared_bytes() const { return shared_bytes_; }
+  const TunedConfig& tuned() const { return tuned_; }
 
  private:
   explicit DeviceMoeLayer(const MoeConfig& cfg) : cfg_(cfg) {}
@@ -45,6 +47,7 @@ class DeviceMoeLayer {
   std::optional<DeviceProjection> shared_;
   DeviceBuffer router_bias_, shared_gate_;
   size_t weight_bytes_ = 0, shared_bytes_ = 0;
+  TunedConfig tuned_;
 };
 
 // Workspaces for calls of up to max_tokens tokens.

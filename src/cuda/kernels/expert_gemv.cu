@@ -24,16 +24,33 @@ struct Tile {
   int rows;           // weight rows per block
 };
 
-template <WFormat F>
-Tile choose_tile(int K) {
+int sm_count() {
+  static const int count = [] {
+    int n = 0;
+    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  return count;
+}
+
+// Lanes per row: fewer lanes per row means more rows per block and fewer blocks. The estimate is waves x (a
+// block's fixed latency chain + its chunks per lane), in units of one memory latency; ties keep more lanes.
+template <WFormat F, int STAGE>
+Tile choose_tile(int K, int groups, int out_rows) {
   constexpr int kElems = WeightTraits<F>::kElems, kRows = WeightTraits<F>::kRows;
-  const int chunks = K / kElems;
-  int best = 32, best_waste = 1 << 30;
+  constexpr int kFixedLatencies = 4, kBlocksPerSm = 2;
+  const int chunks = K / kElems, slots = sm_count() * kBlocksPerSm;
+  Tile best{32, 0};
+  long best_cost = -1;
   for (int lpr : {32, 16, 8}) {
-    const int waste = (chunks + lpr - 1) / lpr * lpr - chunks;
-    if (waste < best_waste) best = lpr, best_waste = waste;
+    if (lpr > 8 && chunks < lpr / 2) continue;  // most lanes would idle
+    const int rows = kWarps * (32 / lpr) * kRows;
+    const int per_block = STAGE == 1 ? rows / 2 : rows;
+    const long blocks = static_cast<long>(groups) * ((out_rows + per_block - 1) / per_block);
+    const long cost = (blocks + slots - 1) / slots * (kFixedLatencies + (chunks + lpr - 1) / lpr);
+    if (best_cost < 0 || cost < best_cost) best = {lpr, rows}, best_cost = cost;
   }
-  return {best, kWarps * (32 / best) * kRows};
+  return best;
 }
 
 __device__ __forceinline__ float activation(const ActivationParams& p, float g, float u) {
@@ -265,8 +282,10 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
 template <WFormat F, int STAGE>
 void launch_stage(const GemvArgs& a, cudaStream_t stream) {
   const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
-  const Tile tile = choose_tile<F>(K);
   const int out_rows = STAGE == 1 ? a.w.inter : a.w.hidden;
+  const int forced = STAGE == 1 ? a.stage1_lanes_per_row : a.stage2_lanes_per_row;
+  const Tile tile = forced > 0 ? Tile{forced, kWarps * (32 / forced) * WeightTraits<F>::kRows}
+                               : choose_tile<F, STAGE>(K, a.max_groups, out_rows);
   const int per_block = STAGE == 1 ? tile.rows / 2 : tile.rows;
   const dim3 grid(a.max_groups, (out_rows + per_block - 1) / per_block);
   const size_t smem = sizeof(float) * (static_cast<size_t>(kTokens) * K + static_cast<size_t>(kTokens) * tile.rows);
