@@ -24,6 +24,15 @@ struct EngineOptions {
   bool verbose = false;     // model loading progress on stderr
 };
 
+// Event details the interface leaves open:
+//  - new_ids holds every sampled token, including a final eos / stop_token_ids token (whose text is not in
+//    new_text) and the token that completed a stop string;
+//  - completion_tokens counts those tokens too; cached_tokens is the prompt prefix reused from the cache at
+//    the request's first admission;
+//  - logprobs are log-softmax of the raw logits (before penalties and temperature);
+//  - prompt_logprobs come with the first event of every choice;
+//  - the eos ids are the tokenizer's (tokenizer_config / generation_config) plus config.json's eos_token_id.
+//
 // Opens the model and tokenizer and starts the engine thread. Throws InputError for a bad directory, backend
 // name or option.
 std::unique_ptr<Engine> make_engine(const EngineOptions& opts);

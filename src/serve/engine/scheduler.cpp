@@ -112,6 +112,7 @@ void ServingEngine::shutdown(bool drain) {
     drain_ = drain;
   }
   cv_.notify_all();
+  if (std::this_thread::get_id() == thread_.get_id()) return;  // from a callback: the loop ends by itself
   std::call_once(joined_, [this] {
     if (thread_.joinable()) thread_.join();
   });
