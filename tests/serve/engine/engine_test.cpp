@@ -107,12 +107,22 @@ TEST_F(EngineTest, PreemptionWithATinyKvPoolKeepsOutputsIdentical) {
   for (size_t i = 0; i < prompts.size(); ++i)
     ASSERT_EQ(engine->submit(greedy_request(std::to_string(i), prompts[i], steps), out[i].callback()).status,
               SubmitStatus::Accepted);
+  // And three greedy choices forked from one prompt, preempted and recomputed like the others.
+  Collected three;
+  three.n = 3;
+  GenerateRequest r3 = greedy_request("three", random_prompt(150, 14), steps);
+  r3.sampling.n = 3;
+  ASSERT_EQ(engine->submit(r3, three.callback()).status, SubmitStatus::Accepted);
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_TRUE(out[i].wait());
     EXPECT_EQ(out[i].finish_reason[0], "length") << out[i].error[0];
     EXPECT_EQ(out[i].ids[0], reference(prompts[i], steps)) << "prompt " << i;
   }
+  ASSERT_TRUE(three.wait());
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(three.ids[c], reference(r3.prompt_ids, steps)) << "choice " << c;
   EXPECT_GT(engine->stats().preemptions_total, 0);
+  engine->flush_cache();
+  EXPECT_EQ(engine->stats().kv_pages_used, 0);
 }
 
 TEST_F(EngineTest, CancelFreesKvAtOnce) {
