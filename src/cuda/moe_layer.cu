@@ -25,15 +25,8 @@ WFormat to_device(WeightFormat f) {
 
 int elems_per_16_bytes(WeightFormat f) { return f == WeightFormat::Bf16 ? 8 : f == WeightFormat::Fp8Block ? 16 : 32; }
 
-DeviceProjection upload_projection(const layout::RankProjection& p, WeightFormat f, int experts, int hidden,
-                                   const layout::InterShard& in) {
-  DeviceProjection d;
-  d.w13 = upload(p.w13);
-  d.w13_scale = upload(p.w13_scale);
-  d.w2 = upload(p.w2);
-  d.w2_scale = upload(p.w2_scale);
-  d.w13_bias = upload(p.w13_bias);
-  d.w2_bias = upload(p.w2_bias);
+// The kernels' view of a projection's device buffers and geometry.
+void describe_projection(DeviceProjection& d, WeightFormat f, int experts, int hidden, const layout::InterShard& in) {
   ExpertWeightsDev& v = d.view;
   v.format = to_device(f);
   v.num_experts = experts;
@@ -47,6 +40,18 @@ DeviceProjection upload_projection(const layout::RankProjection& p, WeightFormat
   v.w2_scale = d.w2_scale.get();
   v.w13_bias = d.w13_bias.bytes() ? d.w13_bias.as<float>() : nullptr;
   v.w2_bias = d.w2_bias.bytes() ? d.w2_bias.as<float>() : nullptr;
+}
+
+DeviceProjection upload_projection(const layout::RankProjection& p, WeightFormat f, int experts, int hidden,
+                                   const layout::InterShard& in) {
+  DeviceProjection d;
+  d.w13 = upload(p.w13);
+  d.w13_scale = upload(p.w13_scale);
+  d.w2 = upload(p.w2);
+  d.w2_scale = upload(p.w2_scale);
+  d.w13_bias = upload(p.w13_bias);
+  d.w2_bias = upload(p.w2_bias);
+  describe_projection(d, f, experts, hidden, in);
   return d;
 }
 
@@ -115,17 +120,7 @@ DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShape
   d.w13_scale = random_buffer(st, shp.w13_scale, sk, seed + 2);
   d.w2_scale = random_buffer(st, shp.w2_scale, sk, seed + 3);
   *bytes = d.w13.bytes() + d.w2.bytes() + d.w13_scale.bytes() + d.w2_scale.bytes();
-  ExpertWeightsDev& v = d.view;
-  v.format = to_device(f);
-  v.num_experts = experts;
-  v.hidden = hidden;
-  v.inter = static_cast<int>(in.padded);
-  v.phase = static_cast<int>(in.block_phase);
-  v.scale_blocks = static_cast<int>(in.scale_blocks);
-  v.w13 = d.w13.as<uint8_t>();
-  v.w2 = d.w2.as<uint8_t>();
-  v.w13_scale = d.w13_scale.get();
-  v.w2_scale = d.w2_scale.get();
+  describe_projection(d, f, experts, hidden, in);
   return d;
 }
 

@@ -34,50 +34,6 @@ ExpertLinear read_per_expert(const TensorSource& src, const std::string& mlp, co
   return all;
 }
 
-std::vector<const float*> read_biases(const TensorSource& src, const std::string& name, int64_t E, int64_t rows,
-                                      MoeWeights& w) {
-  const TensorView v = expect_tensor(src, name, {DType::BF16, DType::F32}, {E, rows});
-  auto owned = std::make_shared<std::vector<float>>(static_cast<size_t>(v.numel()));
-  for (int64_t i = 0; i < v.numel(); ++i)
-    (*owned)[static_cast<size_t>(i)] = v.dtype == DType::F32 ? v.as<float>()[i] : bf16_to_f32(v.as<uint16_t>()[i]);
-  w.keepalive.push_back(owned);
-  std::vector<const float*> out;
-  for (int64_t e = 0; e < E; ++e) out.push_back(owned->data() + e * rows);
-  return out;
-}
-
-void read_gpt_oss_experts(const TensorSource& src, const std::string& mlp, int64_t E, int64_t H, int64_t I,
-                          MoeWeights& w) {
-  const std::string p = mlp + ".experts.";
-  ExpertLinear gu;
-  gu.format = WeightFormat::Mxfp4;
-  gu.experts = E;
-  gu.rows = I;
-  gu.cols = H;
-  gu.row_stride = 2;
-  gu.scale_cols = H / kMxfp4Group;
-  const TensorView gub = expect_tensor(src, p + "gate_up_proj_blocks", {DType::U8}, {E, 2 * I, H / 32, 16});
-  const TensorView gus = expect_tensor(src, p + "gate_up_proj_scales", {DType::U8}, {E, 2 * I, H / 32});
-  gu.weights = split_experts(gub.data, E, 2 * I * H / 2);
-  gu.scales = split_experts(gus.data, E, 2 * I * H / 32);
-  gu.biases = read_biases(src, p + "gate_up_proj_bias", E, 2 * I, w);
-  w.gate = gu;
-  w.up = gu;
-  w.up.row_offset = 1;  // gate = even rows, up = odd rows
-  ExpertLinear d;
-  d.format = WeightFormat::Mxfp4;
-  d.experts = E;
-  d.rows = H;
-  d.cols = I;
-  d.scale_cols = I / kMxfp4Group;
-  const TensorView db = expect_tensor(src, p + "down_proj_blocks", {DType::U8}, {E, H, I / 32, 16});
-  const TensorView ds = expect_tensor(src, p + "down_proj_scales", {DType::U8}, {E, H, I / 32});
-  d.weights = split_experts(db.data, E, H * I / 2);
-  d.scales = split_experts(ds.data, E, H * I / 32);
-  d.biases = read_biases(src, p + "down_proj_bias", E, H, w);
-  w.down = d;
-}
-
 }  // namespace
 
 WeightFormat expert_format(const HfModelConfig& cfg, int64_t layer) {
@@ -138,7 +94,7 @@ MoeWeights read_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int
   w.inter = s.inter;
   w.keepalive.push_back(src.keepalive());
   if (is_gpt_oss(cfg)) {
-    read_gpt_oss_experts(src, mlp, s.num_experts, s.hidden, s.inter, w);
+    load_gpt_oss_experts(src, mlp + ".experts.", s.num_experts, s.hidden, s.inter, w);
   } else {
     w.gate = read_per_expert(src, mlp, "gate_proj", s.format, s.num_experts, s.inter, s.hidden);
     w.up = read_per_expert(src, mlp, "up_proj", s.format, s.num_experts, s.inter, s.hidden);
@@ -150,22 +106,13 @@ MoeWeights read_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int
     sh.gate = load_hf_linear(src, sp + ".gate_proj", s.format, 1, s.shared_inter, s.hidden, false);
     sh.up = load_hf_linear(src, sp + ".up_proj", s.format, 1, s.shared_inter, s.hidden, false);
     sh.down = load_hf_linear(src, sp + ".down_proj", s.format, 1, s.hidden, s.shared_inter, false);
-    if (src.get(mlp + ".shared_expert_gate.weight")) {
-      const TensorView g = expect_tensor(src, mlp + ".shared_expert_gate.weight", {DType::BF16, DType::F32}, {1, s.hidden});
-      sh.gate_weight.resize(static_cast<size_t>(s.hidden));
-      for (int64_t i = 0; i < s.hidden; ++i)
-        sh.gate_weight[static_cast<size_t>(i)] = g.dtype == DType::F32 ? g.as<float>()[i] : bf16_to_f32(g.as<uint16_t>()[i]);
-    }
+    if (src.get(mlp + ".shared_expert_gate.weight"))
+      sh.gate_weight = load_f32_vector(src, mlp + ".shared_expert_gate.weight", {1, s.hidden});
     w.shared = std::move(sh);
   }
   if (cfg.scoring_func == "sigmoid") {
     const std::string bias = mlp + ".gate.e_score_correction_bias";
-    if (src.get(bias)) {
-      const TensorView b = expect_tensor(src, bias, {DType::BF16, DType::F32}, {s.num_experts});
-      w.router_bias.resize(static_cast<size_t>(s.num_experts));
-      for (int64_t i = 0; i < s.num_experts; ++i)
-        w.router_bias[static_cast<size_t>(i)] = b.dtype == DType::F32 ? b.as<float>()[i] : bf16_to_f32(b.as<uint16_t>()[i]);
-    }
+    if (src.get(bias)) w.router_bias = load_f32_vector(src, bias, {s.num_experts});
   }
   return w;
 }

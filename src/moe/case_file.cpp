@@ -60,18 +60,12 @@ E parse_choice(const std::map<std::string, std::string>& m, const std::string& k
   return v;
 }
 
-// A stacked bias [E, rows] in bf16 or f32, converted to f32 storage that `w` keeps alive; per-expert pointers.
-std::vector<const float*> load_biases(const TensorSource& src, const std::string& name, int64_t E, int64_t rows,
-                                      MoeWeights& w) {
-  const TensorView v = expect_tensor(src, name, {DType::BF16, DType::F32}, {E, rows});
-  auto owned = std::make_shared<std::vector<float>>(static_cast<size_t>(v.numel()));
-  for (int64_t i = 0; i < v.numel(); ++i)
-    (*owned)[static_cast<size_t>(i)] = v.dtype == DType::F32 ? v.as<float>()[i] : bf16_to_f32(v.as<uint16_t>()[i]);
-  w.keepalive.push_back(owned);
-  std::vector<const float*> out(static_cast<size_t>(E));
-  for (int64_t e = 0; e < E; ++e) out[static_cast<size_t>(e)] = owned->data() + e * rows;
-  return out;
+Shape with_experts(bool stacked, int64_t E, Shape s) {
+  if (stacked) s.insert(s.begin(), E);
+  return s;
 }
+
+}  // namespace
 
 std::vector<float> load_f32_vector(const TensorSource& src, const std::string& name, const Shape& shape) {
   const TensorView v = expect_tensor(src, name, {DType::BF16, DType::F32}, shape);
@@ -81,12 +75,45 @@ std::vector<float> load_f32_vector(const TensorSource& src, const std::string& n
   return out;
 }
 
-Shape with_experts(bool stacked, int64_t E, Shape s) {
-  if (stacked) s.insert(s.begin(), E);
-  return s;
+std::vector<const float*> load_expert_biases(const TensorSource& src, const std::string& name, int64_t E,
+                                             int64_t rows, MoeWeights& w) {
+  auto owned = std::make_shared<std::vector<float>>(load_f32_vector(src, name, {E, rows}));
+  w.keepalive.push_back(owned);
+  std::vector<const float*> out(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) out[static_cast<size_t>(e)] = owned->data() + e * rows;
+  return out;
 }
 
-}  // namespace
+void load_gpt_oss_experts(const TensorSource& src, const std::string& prefix, int64_t E, int64_t H, int64_t I,
+                          MoeWeights& w) {
+  ExpertLinear gu;
+  gu.format = WeightFormat::Mxfp4;
+  gu.experts = E;
+  gu.rows = I;
+  gu.cols = H;
+  gu.row_stride = 2;
+  gu.scale_cols = H / kMxfp4Group;
+  const TensorView gub = expect_tensor(src, prefix + "gate_up_proj_blocks", {DType::U8}, {E, 2 * I, H / 32, 16});
+  const TensorView gus = expect_tensor(src, prefix + "gate_up_proj_scales", {DType::U8}, {E, 2 * I, H / 32});
+  gu.weights = split_experts(gub.data, E, static_cast<int64_t>(gub.nbytes()) / E);
+  gu.scales = split_experts(gus.data, E, static_cast<int64_t>(gus.nbytes()) / E);
+  gu.biases = load_expert_biases(src, prefix + "gate_up_proj_bias", E, 2 * I, w);
+  w.gate = gu;
+  w.up = gu;
+  w.up.row_offset = 1;  // gate = even rows, up = odd rows
+  ExpertLinear d;
+  d.format = WeightFormat::Mxfp4;
+  d.experts = E;
+  d.rows = H;
+  d.cols = I;
+  d.scale_cols = I / kMxfp4Group;
+  const TensorView db = expect_tensor(src, prefix + "down_proj_blocks", {DType::U8}, {E, H, I / 32, 16});
+  const TensorView ds = expect_tensor(src, prefix + "down_proj_scales", {DType::U8}, {E, H, I / 32});
+  d.weights = split_experts(db.data, E, static_cast<int64_t>(db.nbytes()) / E);
+  d.scales = split_experts(ds.data, E, static_cast<int64_t>(ds.nbytes()) / E);
+  d.biases = load_expert_biases(src, prefix + "down_proj_bias", E, H, w);
+  w.down = d;
+}
 
 MoeConfig parse_case_config(const std::map<std::string, std::string>& m, double* tolerance) {
   MoeConfig c;
@@ -219,33 +246,7 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
     w.inter = I;
     require_input(H % kMxfp4Group == 0 && I % kMxfp4Group == 0, src.label(), ": gpt_oss layout needs H (", H,
                   ") and I (", I, ") divisible by 32");
-    ExpertLinear gu;
-    gu.format = WeightFormat::Mxfp4;
-    gu.experts = E;
-    gu.rows = I;
-    gu.cols = H;
-    gu.row_stride = 2;
-    gu.scale_cols = H / kMxfp4Group;
-    const TensorView gub = expect_tensor(src, "experts.gate_up_proj_blocks", {DType::U8}, {E, 2 * I, H / 32, 16});
-    const TensorView gus = expect_tensor(src, "experts.gate_up_proj_scales", {DType::U8}, {E, 2 * I, H / 32});
-    gu.weights = split_experts(gub.data, E, static_cast<int64_t>(gub.nbytes()) / E);
-    gu.scales = split_experts(gus.data, E, static_cast<int64_t>(gus.nbytes()) / E);
-    gu.biases = load_biases(src, "experts.gate_up_proj_bias", E, 2 * I, w);
-    w.gate = gu;
-    w.up = gu;
-    w.up.row_offset = 1;  // gate = even rows, up = odd rows
-    ExpertLinear d;
-    d.format = WeightFormat::Mxfp4;
-    d.experts = E;
-    d.rows = H;
-    d.cols = I;
-    d.scale_cols = I / kMxfp4Group;
-    const TensorView db = expect_tensor(src, "experts.down_proj_blocks", {DType::U8}, {E, H, I / 32, 16});
-    const TensorView ds = expect_tensor(src, "experts.down_proj_scales", {DType::U8}, {E, H, I / 32});
-    d.weights = split_experts(db.data, E, static_cast<int64_t>(db.nbytes()) / E);
-    d.scales = split_experts(ds.data, E, static_cast<int64_t>(ds.nbytes()) / E);
-    d.biases = load_biases(src, "experts.down_proj_bias", E, H, w);
-    w.down = d;
+    load_gpt_oss_experts(src, "experts.", E, H, I, w);
   }
   if (cfg.act_quant == ActQuant::Mxfp4)
     require_input(w.inter % kMxfp4Group == 0, src.label(), ": mxfp4 activations need I (", w.inter, ") divisible by 32");

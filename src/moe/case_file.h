@@ -31,6 +31,16 @@ MoeCase load_case(const std::string& path);
 ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, WeightFormat format, int64_t experts,
                             int64_t rows, int64_t cols, bool stacked);
 
+// A bf16 or f32 tensor of `shape` as f32 values (InputError naming it otherwise).
+std::vector<float> load_f32_vector(const TensorSource& src, const std::string& name, const Shape& shape);
+// A stacked bias [E, rows] as f32 storage that `w` keeps alive; per-expert pointers.
+std::vector<const float*> load_expert_biases(const TensorSource& src, const std::string& name, int64_t E,
+                                             int64_t rows, MoeWeights& w);
+// gpt-oss experts: `<prefix>gate_up_proj_{blocks,scales,bias}` (gate = even rows, up = odd rows) and
+// `<prefix>down_proj_{blocks,scales,bias}`.
+void load_gpt_oss_experts(const TensorSource& src, const std::string& prefix, int64_t E, int64_t H, int64_t I,
+                          MoeWeights& w);
+
 // Parses a config from case metadata (moe.* keys).
 MoeConfig parse_case_config(const std::map<std::string, std::string>& metadata, double* tolerance);
 std::map<std::string, std::string> case_metadata(const MoeConfig& cfg, double tolerance);
