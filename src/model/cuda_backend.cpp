@@ -5,6 +5,7 @@
 #include "model/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -36,6 +37,13 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
                 s.kv_heads);
   require_input(page_size_ > 0 && num_pages_ > 0, "cuda backend: bad KV pool (", num_pages_, " pages of ",
                 page_size_, ")");
+  // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
+  const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
+  gemv_ = !(no_gemv && std::string(no_gemv) == "1");
+  // MOE_CUDA_FP8_GEMM=bf16: fp8 linears of many rows through the bf16 GEMM (faster, rounds inputs and
+  // weights).
+  const char* fp8_gemm = std::getenv("MOE_CUDA_FP8_GEMM");
+  fp8_gemm_f32_ = !(fp8_gemm && std::string(fp8_gemm) == "bf16");
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
@@ -218,8 +226,15 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
     return;
   }
   // FORMATS.md section 6: an fp8 linear's input is quantised per token per 1x128 group.
-  if (M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols) {
+  if (gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols) {
     fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, x_f32, M, y, stream_);
+    return;
+  }
+  if (fp8_gemm_f32_) {
+    // fp32 throughout, like the reference: fp8 dynamic quantisation turns any rounding of its input (bf16
+    // activations, bf16 weights) into whole fp8 steps downstream.
+    prepare_activation(x_f32, M, L.cols, true, nullptr, act_f32_.as<float>(), stream_);
+    gemm_.f32(act_f32_.as<float>(), M, L.cols, L.f32.as<float>(), L.rows, y, stream_);
     return;
   }
   prepare_activation(x_f32, M, L.cols, true, act_bf16_.as<uint16_t>(), nullptr, stream_);

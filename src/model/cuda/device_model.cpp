@@ -48,6 +48,7 @@ DeviceLinear stack_linears(const std::vector<const Linear*>& parts, const Tensor
   d.bf16 = upload_bf16(all);
   d.bf16_ptr = d.bf16.as<uint16_t>();
   if (!d.fp8) return d;
+  d.f32 = upload_vector(all);
   require_input(d.cols % 16 == 0, "cuda backend: fp8 linear '", parts[0]->name, "' has ", d.cols,
                 " input columns, not a multiple of 16");
   const int64_t scols = ceil_div64(d.cols, 128);
@@ -88,7 +89,9 @@ DeviceLinear random_linear(int64_t rows, int64_t cols, bool fp8, uint64_t seed) 
   d.fp8_scale = cuda::DeviceBuffer(static_cast<size_t>(ceil_div64(rows, 128) * ceil_div64(cols, 128)) * 4);
   cuda::fill_random(d.fp8_codes.get(), d.fp8_codes.bytes(), cuda::RandomKind::Fp8, seed);
   cuda::fill_random(d.fp8_scale.get(), d.fp8_scale.bytes(), cuda::RandomKind::Fp32Scale, seed + 1);
-  fp8_block_to_bf16(d.fp8_codes.as<uint8_t>(), d.fp8_scale.as<float>(), rows, cols, d.bf16.as<uint16_t>(), 0);
+  d.f32 = cuda::DeviceBuffer(static_cast<size_t>(rows * cols) * 4);
+  fp8_block_dequantize(d.fp8_codes.as<uint8_t>(), d.fp8_scale.as<float>(), rows, cols, d.bf16.as<uint16_t>(),
+                       d.f32.as<float>(), 0);
   return d;
 }
 

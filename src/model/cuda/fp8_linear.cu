@@ -106,11 +106,13 @@ void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const
 }
 
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
-                               uint16_t* out) {
+                               uint16_t* out_bf16, float* out_f32) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
-  out[i] = f32_to_bf16(fp8e4m3_to_f32(w[i]) * scale[(r / 128) * ((cols + 127) / 128) + c / 128]);
+  const float v = fp8e4m3_to_f32(w[i]) * scale[(r / 128) * ((cols + 127) / 128) + c / 128];
+  if (out_bf16) out_bf16[i] = f32_to_bf16(v);
+  if (out_f32) out_f32[i] = v;
 }
 
 }  // namespace
@@ -131,10 +133,10 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   }
 }
 
-void fp8_block_to_bf16(const uint8_t* w, const float* scale, int64_t rows, int64_t cols, uint16_t* out,
-                       cudaStream_t s) {
+void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
+                          uint16_t* out_bf16, float* out_f32, cudaStream_t s) {
   if (rows * cols == 0) return;
-  dequant_kernel<<<blocks_for(rows * cols, 256), 256, 0, s>>>(w, scale, rows, cols, out);
+  dequant_kernel<<<blocks_for(rows * cols, 256), 256, 0, s>>>(w, scale, rows, cols, out_bf16, out_f32);
   MOE_CUDA_CHECK_LAUNCH();
 }
 

@@ -84,8 +84,8 @@ void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCa
 constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s);
-// W's dequantised bf16 copy (the prefill GEMM's weights), made on the device.
-void fp8_block_to_bf16(const uint8_t* w, const float* scale, int64_t rows, int64_t cols, uint16_t* out,
-                       cudaStream_t s);
+// W dequantised on the device: bf16 (the fast prefill GEMM's weights) and/or fp32 (the exact one's).
+void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
+                          uint16_t* out_bf16, float* out_f32, cudaStream_t s);
 
 }  // namespace moe::model::gpu
