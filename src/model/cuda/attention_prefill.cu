@@ -63,15 +63,20 @@ __global__ void __launch_bounds__(kThreads)
       Vs[c * D + d] = vval;
     }
     __syncthreads();
+    // Each q element is read once for the thread's four keys.
     float s[kChunk / 8];
+#pragma unroll
+    for (int jj = 0; jj < kChunk / 8; ++jj) s[jj] = 0.0f;
+#pragma unroll 4
+    for (int d = 0; d < D; ++d) {
+      const float qd = Qs[r * D + d];
+#pragma unroll
+      for (int jj = 0; jj < kChunk / 8; ++jj) s[jj] += qd * Ks[(c8 + 8 * jj) * (D + 1) + d];
+    }
     float mx = -INFINITY;
 #pragma unroll
     for (int jj = 0; jj < kChunk / 8; ++jj) {
-      const int c = c8 + 8 * jj;
-      float acc = 0.0f;
-#pragma unroll 8
-      for (int d = 0; d < D; ++d) acc += Qs[r * D + d] * Ks[c * (D + 1) + d];
-      s[jj] = (kc + c <= my_pos) ? acc : -INFINITY;
+      if (kc + c8 + 8 * jj > my_pos) s[jj] = -INFINITY;
       mx = fmaxf(mx, s[jj]);
     }
     for (int off = 1; off < 8; off *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
