@@ -51,7 +51,8 @@ int64_t Args::integer(const std::string& key, int64_t dflt) const {
   if (it == values_.end()) return dflt;
   char* end = nullptr;
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
-  require_input(!it->second.empty() && *end == '\0', "option --", key, " needs an integer, got '", it->second, "'");
+  require_input(!it->second.empty() && *end == '\0', "option --", key, " needs an integer, got '", it->second,
+                "'");
   return v;
 }
 
@@ -60,7 +61,8 @@ double Args::number(const std::string& key, double dflt) const {
   if (it == values_.end()) return dflt;
   char* end = nullptr;
   const double v = std::strtod(it->second.c_str(), &end);
-  require_input(!it->second.empty() && *end == '\0', "option --", key, " needs a number, got '", it->second, "'");
+  require_input(!it->second.empty() && *end == '\0', "option --", key, " needs a number, got '", it->second,
+                "'");
   return v;
 }
 

@@ -23,8 +23,8 @@ std::vector<std::string> split(const std::string& s) {
 
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv,
-         {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8", "model", "random-shape", "format",
-          "layers", "batches", "context", "prefill", "reps"},
+         {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8", "model", "random-shape",
+          "format", "layers", "batches", "context", "prefill", "reps"},
          {});
   // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
   if (a.has("model") || a.has("random-shape")) {

@@ -9,9 +9,9 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "layout/backend.h"
+#include "layout/tp_runner.h"
 #include "moe/compare.h"
 #include "moe/reference.h"
-#include "layout/tp_runner.h"
 
 namespace moe::cli {
 namespace {
@@ -24,11 +24,13 @@ void report_routing(const MoeCase& c) {
   int64_t differ = 0;
   for (int64_t t = 0; t < c.M; ++t) {
     std::set<int32_t> a(r.ids.begin() + t * K, r.ids.begin() + (t + 1) * K);
-    std::set<int32_t> b(c.expected_topk_ids->as<int32_t>() + t * K, c.expected_topk_ids->as<int32_t>() + (t + 1) * K);
+    std::set<int32_t> b(c.expected_topk_ids->as<int32_t>() + t * K,
+                        c.expected_topk_ids->as<int32_t>() + (t + 1) * K);
     differ += a != b;
   }
-  if (differ) std::fprintf(stderr, "moe check: routing differs from expected.topk_ids on %ld of %ld tokens\n",
-                           static_cast<long>(differ), static_cast<long>(c.M));
+  if (differ)
+    std::fprintf(stderr, "moe check: routing differs from expected.topk_ids on %ld of %ld tokens\n",
+                 static_cast<long>(differ), static_cast<long>(c.M));
 }
 
 }  // namespace
@@ -45,13 +47,14 @@ int cmd_check(int argc, char** argv) {
     std::vector<float> out(static_cast<size_t>(c.M * c.weights.hidden));
     const auto t0 = std::chrono::steady_clock::now();
     run_tensor_parallel(c, static_cast<int>(tp), *backend, a.flag("poison"), out.data());
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const Comparison cmp = compare(out.data(), c.expected_out.as<float>(), static_cast<int64_t>(out.size()));
     if (a.flag("verbose"))
-      std::fprintf(stderr, "moe check: %s backend=%s tp=%ld M=%ld E=%ld H=%ld I=%ld: %.1f ms\n", describe(c.config).c_str(),
-                   backend->name().c_str(), static_cast<long>(tp), static_cast<long>(c.M),
-                   static_cast<long>(c.weights.num_experts), static_cast<long>(c.weights.hidden),
-                   static_cast<long>(c.weights.inter), ms);
+      std::fprintf(stderr, "moe check: %s backend=%s tp=%ld M=%ld E=%ld H=%ld I=%ld: %.1f ms\n",
+                   describe(c.config).c_str(), backend->name().c_str(), static_cast<long>(tp),
+                   static_cast<long>(c.M), static_cast<long>(c.weights.num_experts),
+                   static_cast<long>(c.weights.hidden), static_cast<long>(c.weights.inter), ms);
     std::printf("%s\n", verdict_line(cmp, c.tolerance).c_str());
     if (!cmp.passed(c.tolerance)) report_routing(c);
     return cmp.passed(c.tolerance) ? 0 : 1;

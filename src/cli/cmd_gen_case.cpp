@@ -11,8 +11,8 @@ namespace moe::cli {
 
 int cmd_gen_case(int argc, char** argv) {
   Args a(argc, argv,
-         {"out", "format", "layout", "activation", "router", "act-quant", "M", "E", "H", "I", "top-k", "renormalize",
-          "n-group", "topk-group", "scaling", "shared-inter", "seed", "tolerance", "shape"},
+         {"out", "format", "layout", "activation", "router", "act-quant", "M", "E", "H", "I", "top-k",
+          "renormalize", "n-group", "topk-group", "scaling", "shared-inter", "seed", "tolerance", "shape"},
          {"no-shared-gate"});
   CaseSpec s;
   MoeConfig& c = s.config;
@@ -32,8 +32,9 @@ int cmd_gen_case(int argc, char** argv) {
     s.E = 32, s.H = 2880, s.I = 2880, c.router.top_k = 4, c.router.kind = RouterKind::TopkSoftmax;
     c.format = WeightFormat::Mxfp4, c.layout = WeightLayout::GptOss, c.activation = Activation::SwigluOai;
   } else if (!shape.empty()) {
-    fail_input("unknown --shape '", shape,
-               "' (known: qwen3-30b-a3b, qwen3-next-80b-a3b, deepseek-v3-tp8, qwen3-235b-a22b-tp8, gpt-oss-20b)");
+    fail_input(
+        "unknown --shape '", shape,
+        "' (known: qwen3-30b-a3b, qwen3-next-80b-a3b, deepseek-v3-tp8, qwen3-235b-a22b-tp8, gpt-oss-20b)");
   }
   auto choice = [&](const char* key, auto parse, auto* out) {
     if (a.has(key) && !parse(a.str(key), out)) fail_input("--", key, ": unknown value '", a.str(key), "'");
@@ -65,9 +66,9 @@ int cmd_gen_case(int argc, char** argv) {
   const std::string out = a.required("out");
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "gen-case: %s M=%ld E=%ld H=%ld I=%ld top_k=%d shared_inter=%ld ...\n", describe(c).c_str(),
-               static_cast<long>(s.M), static_cast<long>(s.E), static_cast<long>(s.H), static_cast<long>(s.I),
-               c.router.top_k, static_cast<long>(s.shared_inter));
+  std::fprintf(stderr, "gen-case: %s M=%ld E=%ld H=%ld I=%ld top_k=%d shared_inter=%ld ...\n",
+               describe(c).c_str(), static_cast<long>(s.M), static_cast<long>(s.E), static_cast<long>(s.H),
+               static_cast<long>(s.I), c.router.top_k, static_cast<long>(s.shared_inter));
   GeneratedCase g = generate_case(s);
   write_case_file(out, g);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

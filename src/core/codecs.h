@@ -1,8 +1,9 @@
 #pragma once
 // Scalar codecs of FORMATS.md section 1: bf16, fp8 e4m3fn, e8m0 and e2m1 (fp4), bit-exact, round to nearest
-// even. Header-only and usable from CUDA device code too, so the kernels and the reference share one definition.
-#include <cmath>
+// even. Header-only and usable from CUDA device code too, so the kernels and the reference share one
+// definition.
 #include <math.h>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -35,7 +36,9 @@ MOE_HD float bits_float(uint32_t u) {
 }
 
 // ---- bf16 -------------------------------------------------------------------------------------------------
-MOE_HD float bf16_to_f32(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+MOE_HD float bf16_to_f32(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
 
 MOE_HD uint16_t f32_to_bf16(float f) {
   uint32_t u = float_bits(f);
@@ -44,9 +47,12 @@ MOE_HD uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-MOE_HD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+MOE_HD float round_bf16(float f) {
+  return bf16_to_f32(f32_to_bf16(f));
+}
 
-// ---- fp8 e4m3fn: 1-4-3, bias 7, max 448, no inf, NaN = 0x7f / 0xff -----------------------------------------
+// ---- fp8 e4m3fn: 1-4-3, bias 7, max 448, no inf, NaN = 0x7f / 0xff
+// -----------------------------------------
 MOE_HD float fp8e4m3_to_f32(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24;
   const uint32_t exp = (c >> 3) & 0xf;
@@ -83,18 +89,22 @@ MOE_HD uint8_t f32_to_fp8e4m3(float f) {
   return static_cast<uint8_t>(sign | code);
 }
 
-// ---- e8m0: unsigned power of two 2^(code-127); 0xff = NaN ---------------------------------------------------
+// ---- e8m0: unsigned power of two 2^(code-127); 0xff = NaN
+// ---------------------------------------------------
 MOE_HD float e8m0_to_f32(uint8_t c) {
   if (c == 0xff) return bits_float(0x7fc00000u);
   if (c == 0) return bits_float(0x00400000u);  // 2^-127 is an fp32 subnormal
   return bits_float(static_cast<uint32_t>(c) << 23);
 }
 
-// ---- e2m1 (fp4): codes 0..7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign --------------------------------
+// ---- e2m1 (fp4): codes 0..7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign
+// --------------------------------
 MOE_HD float e2m1_to_f32(uint8_t c) {
   const uint32_t m = c & 7u;
   // value = m/2 for m < 4, then 2, 3, 4, 6.
-  const float mag = m < 4 ? static_cast<float>(m) * 0.5f : static_cast<float>((m & 1u) + 2u) * static_cast<float>(1u << ((m >> 1) - 1u)) * 0.5f;
+  const float mag =
+      m < 4 ? static_cast<float>(m) * 0.5f
+            : static_cast<float>((m & 1u) + 2u) * static_cast<float>(1u << ((m >> 1) - 1u)) * 0.5f;
   return (c & 8u) ? -mag : mag;
 }
 
@@ -106,15 +116,24 @@ MOE_HD uint8_t f32_to_e2m1(float f) {
   if (!(a == a)) return static_cast<uint8_t>(sign | 7);  // NaN has no code: saturate (callers never pass NaN)
   // Midpoints between neighbouring codes: 0.25 0.75 1.25 1.75 2.5 3.5 5. At a tie take the even code.
   uint8_t c;
-  if (a < 0.25f) c = 0;
-  else if (a == 0.25f) c = 0;
-  else if (a < 0.75f) c = 1;
-  else if (a <= 1.25f) c = 2;
-  else if (a < 1.75f) c = 3;
-  else if (a <= 2.5f) c = 4;
-  else if (a < 3.5f) c = 5;
-  else if (a <= 5.0f) c = 6;
-  else c = 7;
+  if (a < 0.25f)
+    c = 0;
+  else if (a == 0.25f)
+    c = 0;
+  else if (a < 0.75f)
+    c = 1;
+  else if (a <= 1.25f)
+    c = 2;
+  else if (a < 1.75f)
+    c = 3;
+  else if (a <= 2.5f)
+    c = 4;
+  else if (a < 3.5f)
+    c = 5;
+  else if (a <= 5.0f)
+    c = 6;
+  else
+    c = 7;
   return static_cast<uint8_t>(sign | c);
 }
 

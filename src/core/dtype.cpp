@@ -25,8 +25,12 @@ constexpr std::array<DTypeInfo, 11> kDTypes = {{
 }};
 }  // namespace
 
-size_t dtype_size(DType t) { return kDTypes[static_cast<size_t>(t)].size; }
-std::string_view dtype_name(DType t) { return kDTypes[static_cast<size_t>(t)].name; }
+size_t dtype_size(DType t) {
+  return kDTypes[static_cast<size_t>(t)].size;
+}
+std::string_view dtype_name(DType t) {
+  return kDTypes[static_cast<size_t>(t)].name;
+}
 
 bool parse_dtype(std::string_view name, DType* out) {
   for (const auto& info : kDTypes) {

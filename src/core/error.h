@@ -1,6 +1,6 @@
 #pragma once
-// Errors carry context (which tensor, which key, what was expected) as a message; every layer throws moe::Error
-// and the CLI / server turns it into an exit code or an HTTP status.
+// Errors carry context (which tensor, which key, what was expected) as a message; every layer throws
+// moe::Error and the CLI / server turns it into an exit code or an HTTP status.
 #include <sstream>
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
-// Host tensors. TensorView is a non-owning window (for example into an mmap'd safetensors file); Tensor owns its
-// bytes. Both are row-major and contiguous.
+// Host tensors. TensorView is a non-owning window (for example into an mmap'd safetensors file); Tensor owns
+// its bytes. Both are row-major and contiguous.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
-// The fused MoE benchmark: random weights made in GPU memory, `copies` layer copies rotated over inside one CUDA
-// graph, the median of graph replays; the floor is (unique experts touched x bytes per expert incl. scales +
-// shared expert) / the card's measured read bandwidth, or FLOPs / the measured peak when that is larger.
+// The fused MoE benchmark: random weights made in GPU memory, `copies` layer copies rotated over inside one
+// CUDA graph, the median of graph replays; the floor is (unique experts touched x bytes per expert incl.
+// scales + shared expert) / the card's measured read bandwidth, or FLOPs / the measured peak when that is
+// larger.
 #include "cuda/bench.h"
 
 #include <cuda_runtime.h>
@@ -28,10 +29,8 @@ struct BenchShape {
 };
 
 const BenchShape kBenchShapes[] = {
-    {"qwen3-30b-a3b", 128, 2048, 768, 8, 0, false},
-    {"qwen3-next-80b-a3b", 512, 2048, 512, 10, 512, false},
-    {"deepseek-v3-tp8", 256, 7168, 256, 8, 256, true},
-    {"qwen3-235b-a22b-tp8", 128, 4096, 192, 8, 0, false},
+    {"qwen3-30b-a3b", 128, 2048, 768, 8, 0, false},    {"qwen3-next-80b-a3b", 512, 2048, 512, 10, 512, false},
+    {"deepseek-v3-tp8", 256, 7168, 256, 8, 256, true}, {"qwen3-235b-a22b-tp8", 128, 4096, 192, 8, 0, false},
     {"deepseek-v3", 256, 7168, 2048, 8, 2048, true},
 };
 
@@ -65,8 +64,8 @@ int run_moe_bench(const BenchOptions& o) {
                prop.multiProcessorCount, prop.l2CacheSize >> 20);
   const double read_bw = measure_read_bandwidth();  // bytes / s
   std::printf("# device %s; measured read bandwidth %.0f GB/s\n", prop.name, read_bw / 1e9);
-  std::printf("%-22s %-9s %5s %10s %10s %7s %8s %8s %7s\n", "shape", "format", "M", "time_us", "floor_us", "ratio",
-              "GB/s", "TFLOP/s", "experts");
+  std::printf("%-22s %-9s %5s %10s %10s %7s %8s %8s %7s\n", "shape", "format", "M", "time_us", "floor_us",
+              "ratio", "GB/s", "TFLOP/s", "experts");
   std::vector<Row> rows;
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -91,11 +90,13 @@ int run_moe_bench(const BenchOptions& o) {
       MOE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       std::vector<DeviceMoeLayer> layers;
       layers.push_back(DeviceMoeLayer::random(cfg, plan, 1));
-      const size_t per_layer = layers[0].bytes_per_expert() * static_cast<size_t>(s.E) + layers[0].shared_bytes();
+      const size_t per_layer =
+          layers[0].bytes_per_expert() * static_cast<size_t>(s.E) + layers[0].shared_bytes();
       int copies = o.copies;
       while (copies > 1 && per_layer * static_cast<size_t>(copies) > free_bytes * 8 / 10) --copies;
       if (copies < o.copies)
-        std::fprintf(stderr, "moe bench: %s %s: only %d layer copies fit in GPU memory\n", s.name, fmt.c_str(), copies);
+        std::fprintf(stderr, "moe bench: %s %s: only %d layer copies fit in GPU memory\n", s.name,
+                     fmt.c_str(), copies);
       std::fprintf(stderr, "moe bench: %s %s: %d layer copies of %.1f MB...\n", s.name, fmt.c_str(), copies,
                    per_layer / 1e6);
       for (int c = 1; c < copies; ++c) layers.push_back(DeviceMoeLayer::random(cfg, plan, 1 + 100 * c));
@@ -167,13 +168,15 @@ int run_moe_bench(const BenchOptions& o) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
   if (!o.json_path.empty()) {
     std::ofstream js(o.json_path);
-    js << "{\"device\": \"" << prop.name << "\", \"read_bandwidth_gbps\": " << read_bw / 1e9 << ", \"rows\": [\n";
+    js << "{\"device\": \"" << prop.name << "\", \"read_bandwidth_gbps\": " << read_bw / 1e9
+       << ", \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       js << "  {\"shape\": \"" << r.shape << "\", \"format\": \"" << r.format << "\", \"M\": " << r.M
-         << ", \"time_us\": " << r.us << ", \"floor_us\": " << r.floor_us << ", \"ratio\": " << r.us / r.floor_us
-         << ", \"gbps\": " << r.gbps << ", \"tflops\": " << r.tflops << ", \"unique_experts\": " << r.unique_experts
-         << ", \"bytes\": " << r.bytes << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+         << ", \"time_us\": " << r.us << ", \"floor_us\": " << r.floor_us
+         << ", \"ratio\": " << r.us / r.floor_us << ", \"gbps\": " << r.gbps << ", \"tflops\": " << r.tflops
+         << ", \"unique_experts\": " << r.unique_experts << ", \"bytes\": " << r.bytes << "}"
+         << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     js << "]}\n";
   }

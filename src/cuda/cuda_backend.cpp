@@ -1,5 +1,5 @@
-// The CUDA backend of `moe check`: uploads a rank's weights, runs the fused op once on the GPU, widens the bf16
-// output. With --poison every output and workspace buffer is NaN-filled first.
+// The CUDA backend of `moe check`: uploads a rank's weights, runs the fused op once on the GPU, widens the
+// bf16 output. With --poison every output and workspace buffer is NaN-filled first.
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -25,7 +25,8 @@ class CudaBackend : public MoeBackend {
   std::string name() const override { return "cuda"; }
 
   void run(const MoeCase& c, const layout::RankWeights& rank, bool poison, float* out) override {
-    const int M = static_cast<int>(c.M), H = static_cast<int>(c.weights.hidden), E = static_cast<int>(c.weights.num_experts);
+    const int M = static_cast<int>(c.M), H = static_cast<int>(c.weights.hidden),
+              E = static_cast<int>(c.weights.num_experts);
     cuda::DeviceMoeLayer layer(c.config, rank);
     cuda::MoeWorkspace ws(layer, M);
     std::vector<uint16_t> xb(static_cast<size_t>(M) * H);
@@ -51,6 +52,8 @@ class CudaBackend : public MoeBackend {
 
 }  // namespace
 
-std::unique_ptr<MoeBackend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<MoeBackend> make_cuda_backend() {
+  return std::make_unique<CudaBackend>();
+}
 
 }  // namespace moe

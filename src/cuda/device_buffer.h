@@ -17,7 +17,8 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       if (ptr_) cudaFree(ptr_);
@@ -35,7 +36,9 @@ class DeviceBuffer {
     return static_cast<T*>(ptr_);
   }
   size_t bytes() const { return bytes_; }
-  void upload(const void* host, size_t n) { MOE_CUDA_CHECK(cudaMemcpy(ptr_, host, n, cudaMemcpyHostToDevice)); }
+  void upload(const void* host, size_t n) {
+    MOE_CUDA_CHECK(cudaMemcpy(ptr_, host, n, cudaMemcpyHostToDevice));
+  }
   // Fills with 0xff bytes: NaN for fp32 and bf16, -1 for int32. Used to poison outputs and workspaces.
   void poison(cudaStream_t s) {
     if (bytes_) MOE_CUDA_CHECK(cudaMemsetAsync(ptr_, 0xff, bytes_, s));

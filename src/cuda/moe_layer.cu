@@ -20,13 +20,18 @@ DeviceBuffer upload(const Tensor& t) {
 }
 
 WFormat to_device(WeightFormat f) {
-  return f == WeightFormat::Bf16 ? WFormat::Bf16 : f == WeightFormat::Fp8Block ? WFormat::Fp8Block : WFormat::Mxfp4;
+  return f == WeightFormat::Bf16       ? WFormat::Bf16
+         : f == WeightFormat::Fp8Block ? WFormat::Fp8Block
+                                       : WFormat::Mxfp4;
 }
 
-int elems_per_16_bytes(WeightFormat f) { return f == WeightFormat::Bf16 ? 8 : f == WeightFormat::Fp8Block ? 16 : 32; }
+int elems_per_16_bytes(WeightFormat f) {
+  return f == WeightFormat::Bf16 ? 8 : f == WeightFormat::Fp8Block ? 16 : 32;
+}
 
 // The kernels' view of a projection's device buffers and geometry.
-void describe_projection(DeviceProjection& d, WeightFormat f, int experts, int hidden, const layout::InterShard& in) {
+void describe_projection(DeviceProjection& d, WeightFormat f, int experts, int hidden,
+                         const layout::InterShard& in) {
   ExpertWeightsDev& v = d.view;
   v.format = to_device(f);
   v.num_experts = experts;
@@ -65,7 +70,8 @@ void check_kernel_shapes(const MoeConfig& cfg, int64_t H, const layout::InterSha
     require_input(in.block_phase % 16 == 0, "cuda backend: ", what, " fp8 block phase ", in.block_phase,
                   " must be a multiple of 16 (I / TP a multiple of 16)");
   if (cfg.act_quant == ActQuant::Mxfp4)
-    require_input(H % 32 == 0 && in.padded % 32 == 0, "cuda backend: mxfp4 activations need H and I multiples of 32");
+    require_input(H % 32 == 0 && in.padded % 32 == 0,
+                  "cuda backend: mxfp4 activations need H and I multiples of 32");
 }
 
 }  // namespace
@@ -108,10 +114,12 @@ DeviceBuffer random_buffer(DType t, const Shape& s, RandomKind kind, uint64_t se
   return b;
 }
 
-DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShapes& shp, int experts, int hidden,
-                                   const layout::InterShard& in, uint64_t seed, size_t* bytes) {
+DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShapes& shp, int experts,
+                                   int hidden, const layout::InterShard& in, uint64_t seed, size_t* bytes) {
   DeviceProjection d;
-  const RandomKind wk = f == WeightFormat::Bf16 ? RandomKind::Bf16 : f == WeightFormat::Fp8Block ? RandomKind::Fp8 : RandomKind::Bytes;
+  const RandomKind wk = f == WeightFormat::Bf16       ? RandomKind::Bf16
+                        : f == WeightFormat::Fp8Block ? RandomKind::Fp8
+                                                      : RandomKind::Bytes;
   const RandomKind sk = f == WeightFormat::Fp8Block ? RandomKind::Fp32Scale : RandomKind::E8m0Scale;
   const DType wt = f == WeightFormat::Bf16 ? DType::BF16 : DType::U8;
   const DType st = f == WeightFormat::Fp8Block ? DType::F32 : DType::U8;
@@ -132,9 +140,11 @@ DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLay
   l.num_experts_ = static_cast<int>(plan.experts_local);
   l.hidden_ = static_cast<int>(plan.spec.hidden);
   check_kernel_shapes(cfg, l.hidden_, plan.inter, "experts");
-  l.experts_ = random_projection(cfg.format, plan.experts, l.num_experts_, l.hidden_, plan.inter, seed, &l.weight_bytes_);
+  l.experts_ = random_projection(cfg.format, plan.experts, l.num_experts_, l.hidden_, plan.inter, seed,
+                                 &l.weight_bytes_);
   if (plan.shared) {
-    l.shared_ = random_projection(cfg.format, *plan.shared, 1, l.hidden_, *plan.shared_inter, seed + 10, &l.shared_bytes_);
+    l.shared_ = random_projection(cfg.format, *plan.shared, 1, l.hidden_, *plan.shared_inter, seed + 10,
+                                  &l.shared_bytes_);
     l.shared_gate_ = DeviceBuffer(static_cast<size_t>(l.hidden_) * 4);
     fill_random(l.shared_gate_.get(), l.shared_gate_.bytes(), RandomKind::Fp32Small, seed + 20);
   }
@@ -170,7 +180,9 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_y = DeviceBuffer(M * H * 4);
   }
   const ActQuant aq = layer.config().act_quant;
-  const AQuant q = aq == ActQuant::None ? AQuant::None : aq == ActQuant::Fp8_1x128 ? AQuant::Fp8 : AQuant::Mxfp4;
+  const AQuant q = aq == ActQuant::None        ? AQuant::None
+                   : aq == ActQuant::Fp8_1x128 ? AQuant::Fp8
+                                               : AQuant::Mxfp4;
   if (mma_supported(layer.experts().view.format, q)) {
     const bool fp8 = q == AQuant::Fp8;
     const auto k_groups = [](size_t n, size_t phase) { return (n + phase + 127) / 128; };
@@ -194,10 +206,30 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
 }
 
 void MoeWorkspace::poison(cudaStream_t s) {
-  for (DeviceBuffer* b : {&topk_ids, &topk_weights, &offsets, &sorted_pairs, &active, &num_active, &xq, &h, &y,
-                          &shared_gate, &shared_pairs, &shared_offsets, &shared_active, &shared_num_active, &shared_h,
-                          &shared_y, &mma_x_codes, &mma_x_scales, &mma_h_codes, &mma_h_scales, &mma_tiles,
-                          &mma_num_tiles, &shared_mma_h_codes, &shared_mma_h_scales})
+  for (DeviceBuffer* b : {&topk_ids,
+                          &topk_weights,
+                          &offsets,
+                          &sorted_pairs,
+                          &active,
+                          &num_active,
+                          &xq,
+                          &h,
+                          &y,
+                          &shared_gate,
+                          &shared_pairs,
+                          &shared_offsets,
+                          &shared_active,
+                          &shared_num_active,
+                          &shared_h,
+                          &shared_y,
+                          &mma_x_codes,
+                          &mma_x_scales,
+                          &mma_h_codes,
+                          &mma_h_scales,
+                          &mma_tiles,
+                          &mma_num_tiles,
+                          &shared_mma_h_codes,
+                          &shared_mma_h_scales})
     b->poison(s);
 }
 
@@ -211,14 +243,15 @@ int mma_min_tokens() {
 
 namespace {
 
-bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M, GemmPath path) {
+bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
+             GemmPath path) {
   if (path == GemmPath::Gemv || ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant)) return false;
   return path == GemmPath::Mma || M >= mma_min_tokens();
 }
 
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path.
-void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M, GemmPath path,
-                       cudaStream_t stream) {
+void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
+                       GemmPath path, cudaStream_t stream) {
   if (!use_mma(ws, g.act, g.w, M, path)) {
     launch_stage1(g, stream);
     launch_stage2(g, stream);
@@ -237,9 +270,10 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
 
 }  // namespace
 
-void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits, int M,
-               uint16_t* out, cudaStream_t stream, GemmPath path) {
-  require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ", ws.max_tokens(), "]");
+void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path) {
+  require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ",
+          ws.max_tokens(), "]");
   const MoeConfig& cfg = layer.config();
   const int K = cfg.router.top_k, E = layer.num_experts();
   const DeviceProjection* shared = layer.shared();
@@ -253,8 +287,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.router = {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
                : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
                                                             : Router::SigmoidGrouped,
-               E, K, cfg.router.n_group, cfg.router.topk_group, cfg.router.renormalize,
-               cfg.router.routed_scaling_factor, layer.router_bias()};
+               E,
+               K,
+               cfg.router.n_group,
+               cfg.router.topk_group,
+               cfg.router.renormalize,
+               cfg.router.routed_scaling_factor,
+               layer.router_bias()};
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
@@ -270,8 +309,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     ra.shared_active = ws.shared_active.as<int>();
     ra.shared_num_active = ws.shared_num_active.as<int>();
   }
-  const AlignArgs aa{ws.topk_ids.as<int>(), M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(),
-                     ws.active.as<int>(), ws.num_active.as<int>()};
+  const AlignArgs aa{
+      ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
+      ws.num_active.as<int>()};
   if (prologue_fits_one_block(M, K)) {
     launch_prologue_small(ra, aa, M, stream);
     MOE_CUDA_CHECK_LAUNCH();
@@ -306,9 +346,14 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, path, stream);
   }
 
-  CombineArgs ca{ws.y.as<float>(), ws.topk_ids.as<int>(), ws.topk_weights.as<float>(),
-                 shared ? ws.shared_y.as<float>() : nullptr, shared ? ws.shared_gate.as<float>() : nullptr, K,
-                 layer.hidden(), out};
+  CombineArgs ca{ws.y.as<float>(),
+                 ws.topk_ids.as<int>(),
+                 ws.topk_weights.as<float>(),
+                 shared ? ws.shared_y.as<float>() : nullptr,
+                 shared ? ws.shared_gate.as<float>() : nullptr,
+                 K,
+                 layer.hidden(),
+                 out};
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();
 }

@@ -1,6 +1,6 @@
 #pragma once
-// One rank's MoE layer on the GPU: the layout plan's engine-layout buffers uploaded once, plus the routing and
-// activation semantics. fused_moe() runs the whole op on a stream with no host synchronisation, from
+// One rank's MoE layer on the GPU: the layout plan's engine-layout buffers uploaded once, plus the routing
+// and activation semantics. fused_moe() runs the whole op on a stream with no host synchronisation, from
 // preallocated workspaces, so it can be captured in a CUDA graph.
 #include <cuda_runtime.h>
 
@@ -60,9 +60,10 @@ class MoeWorkspace {
 
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
   DeviceBuffer xq, h, y;
-  DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h, shared_y;
-  // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the layer's
-  // formats have no such path.
+  DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,
+      shared_y;
+  // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
+  // layer's formats have no such path.
   DeviceBuffer mma_x_codes, mma_x_scales, mma_h_codes, mma_h_scales, mma_tiles, mma_num_tiles;
   DeviceBuffer shared_mma_h_codes, shared_mma_h_scales;
   int mma_max_tiles = 0, shared_mma_max_tiles = 0;
@@ -72,14 +73,14 @@ class MoeWorkspace {
 };
 
 // How stages 1 and 2 run: Auto takes the tensor-core GEMM when the formats have one and M is at least
-// mma_min_tokens() (never for M <= 64, so decode stays batch invariant), else the CUDA-core GEMV. Gemv / Mma force
-// a path (tests); Mma falls back to the GEMV for formats without a tensor-core path.
+// mma_min_tokens() (never for M <= 64, so decode stays batch invariant), else the CUDA-core GEMV. Gemv / Mma
+// force a path (tests); Mma falls back to the GEMV for formats without a tensor-core path.
 enum class GemmPath { Auto, Gemv, Mma };
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
 
 // out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
-void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits, int M,
-               uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto);
+void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto);
 
 }  // namespace moe::cuda

@@ -22,10 +22,10 @@ struct RouterParams {
 struct ExpertWeightsDev {
   WFormat format;
   int num_experts;
-  int hidden;       // H
-  int inter;        // P: the padded per-rank intermediate
-  int phase;        // fp8: the rank's offset into the checkpoint's 128-block grid along the intermediate dim
-  int scale_blocks; // fp8: scale rows per half of w13 / scale cols of w2
+  int hidden;        // H
+  int inter;         // P: the padded per-rank intermediate
+  int phase;         // fp8: the rank's offset into the checkpoint's 128-block grid along the intermediate dim
+  int scale_blocks;  // fp8: scale rows per half of w13 / scale cols of w2
   const uint8_t* w13;
   const uint8_t* w2;
   const void* w13_scale;  // fp8: f32 [E, 2*SB, ceil(H/128)]; mxfp4: u8 [E, 2P, H/32]

@@ -48,7 +48,7 @@ __global__ void fill_kernel(uint8_t* dst, size_t bytes, RandomKind kind, uint64_
       case RandomKind::Fp32Logit: {
         if (4 * i >= bytes) return;
         const float u = uniform(i, seed);
-        const float v = kind == RandomKind::Fp32Scale ? 1e-4f * (1.0f + u)
+        const float v = kind == RandomKind::Fp32Scale   ? 1e-4f * (1.0f + u)
                         : kind == RandomKind::Fp32Small ? (u - 0.5f) * 0.1f
                                                         : (u - 0.5f) * 8.0f;
         reinterpret_cast<float*>(dst)[i] = v;

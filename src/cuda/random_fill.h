@@ -1,6 +1,6 @@
 #pragma once
-// Deterministic random device data for benchmarks: weights that look like real ones (finite, varied), made on the
-// GPU so a 48-layer or 8-copy benchmark needs no host data.
+// Deterministic random device data for benchmarks: weights that look like real ones (finite, varied), made on
+// the GPU so a 48-layer or 8-copy benchmark needs no host data.
 #include <cstddef>
 #include <cstdint>
 

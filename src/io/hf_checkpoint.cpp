@@ -27,10 +27,12 @@ std::shared_ptr<HfCheckpoint> HfCheckpoint::open(const std::string& dir, bool ve
     } catch (const nlohmann::json::exception& e) {
       fail_input(index.string(), ": not valid JSON: ", e.what());
     }
-    require_input(j.contains("weight_map") && j["weight_map"].is_object(), index.string(), ": missing weight_map");
+    require_input(j.contains("weight_map") && j["weight_map"].is_object(), index.string(),
+                  ": missing weight_map");
     std::set<std::string> unique;
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      require_input(it.value().is_string(), index.string(), ": weight_map entry '", it.key(), "' is not a file name");
+      require_input(it.value().is_string(), index.string(), ": weight_map entry '", it.key(),
+                    "' is not a file name");
       unique.insert(it.value().get<std::string>());
     }
     shards.assign(unique.begin(), unique.end());
@@ -42,7 +44,9 @@ std::shared_ptr<HfCheckpoint> HfCheckpoint::open(const std::string& dir, bool ve
   require_input(!shards.empty(), dir, ": no *.safetensors files");
   for (size_t i = 0; i < shards.size(); ++i) {
     const std::string path = (fs::path(dir) / shards[i]).string();
-    if (verbose) std::fprintf(stderr, "\rloading %s: shard %zu/%zu %s", dir.c_str(), i + 1, shards.size(), shards[i].c_str());
+    if (verbose)
+      std::fprintf(stderr, "\rloading %s: shard %zu/%zu %s", dir.c_str(), i + 1, shards.size(),
+                   shards[i].c_str());
     auto f = SafetensorsFile::open(path);
     for (const auto& e : f->entries()) {
       const auto [it, inserted] = ck->where_.emplace(e.name, ck->files_.size());

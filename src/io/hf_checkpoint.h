@@ -1,6 +1,6 @@
 #pragma once
-// A Hugging Face model directory: config.json, one or more *.safetensors (model.safetensors.index.json maps names
-// to shards), all mmap'd. It is a TensorSource over every shard.
+// A Hugging Face model directory: config.json, one or more *.safetensors (model.safetensors.index.json maps
+// names to shards), all mmap'd. It is a TensorSource over every shard.
 #include <map>
 #include <memory>
 #include <string>
@@ -14,7 +14,8 @@ namespace moe {
 
 class HfCheckpoint : public TensorSource {
  public:
-  // Opens the directory, validates every shard's header and the index; shows progress on stderr when `verbose`.
+  // Opens the directory, validates every shard's header and the index; shows progress on stderr when
+  // `verbose`.
   static std::shared_ptr<HfCheckpoint> open(const std::string& dir, bool verbose = false);
 
   const std::string& dir() const { return dir_; }

@@ -43,20 +43,24 @@ QuantizationConfig parse_quant(const json& q) {
   if (method == "fp8") {
     c.method = QuantizationConfig::Method::Fp8Block;
     const auto bs = q.find("weight_block_size");
-    require_input(bs != q.end() && bs->is_array() && bs->size() == 2,
-                  "config.json: quantization_config.weight_block_size must be [128, 128] for fp8 block checkpoints");
+    require_input(
+        bs != q.end() && bs->is_array() && bs->size() == 2,
+        "config.json: quantization_config.weight_block_size must be [128, 128] for fp8 block checkpoints");
     c.block_n = (*bs)[0].get<int64_t>();
     c.block_k = (*bs)[1].get<int64_t>();
-    require_input(c.block_n == 128 && c.block_k == 128, "config.json: only 128x128 fp8 weight blocks are supported, got [",
-                  c.block_n, ", ", c.block_k, "]");
+    require_input(c.block_n == 128 && c.block_k == 128,
+                  "config.json: only 128x128 fp8 weight blocks are supported, got [", c.block_n, ", ",
+                  c.block_k, "]");
     const std::string scheme = get_or<std::string>(q, {"activation_scheme"}, "dynamic");
-    require_input(scheme == "dynamic", "config.json: fp8 activation_scheme '", scheme, "' is not supported (dynamic only)");
+    require_input(scheme == "dynamic", "config.json: fp8 activation_scheme '", scheme,
+                  "' is not supported (dynamic only)");
   } else if (method == "quark") {
     c.method = QuantizationConfig::Method::QuarkMxfp4;
   } else if (method == "mxfp4") {
     c.method = QuantizationConfig::Method::GptOssMxfp4;
   } else if (!method.empty()) {
-    fail_input("config.json: quantization_config.quant_method '", method, "' is not supported (fp8, quark, mxfp4)");
+    fail_input("config.json: quantization_config.quant_method '", method,
+               "' is not supported (fp8, quark, mxfp4)");
   }
   return c;
 }
@@ -66,11 +70,12 @@ QuantizationConfig parse_quant(const json& q) {
 bool QuantizationConfig::is_excluded(const std::string& module) const {
   for (const auto& pat : not_converted) {
     if (module == pat) return true;
-    if (module.rfind(pat + ".", 0) == 0) return true;                    // prefix of a module path
+    if (module.rfind(pat + ".", 0) == 0) return true;  // prefix of a module path
     if (module.size() > pat.size() && module.find(pat) != std::string::npos &&
         pat.find('*') == std::string::npos && pat.find('.') != std::string::npos)
       return true;  // e.g. "layers.0.mlp.gate" inside "model.layers.0.mlp.gate"
-    if (pat.find_first_of("*?[") != std::string::npos && fnmatch(pat.c_str(), module.c_str(), 0) == 0) return true;
+    if (pat.find_first_of("*?[") != std::string::npos && fnmatch(pat.c_str(), module.c_str(), 0) == 0)
+      return true;
   }
   return false;
 }
@@ -85,7 +90,8 @@ bool HfModelConfig::is_moe_layer(int64_t l) const {
 HfModelConfig parse_hf_config(const json& root, const std::string& label) {
   require_input(root.is_object(), label, ": not a JSON object");
   // Multimodal wrappers (Qwen3.5) keep the language model under text_config.
-  const json& j = root.contains("text_config") && root["text_config"].is_object() ? root["text_config"] : root;
+  const json& j =
+      root.contains("text_config") && root["text_config"].is_object() ? root["text_config"] : root;
   HfModelConfig c;
   c.raw = root;
   if (root.contains("architectures") && root["architectures"].is_array() && !root["architectures"].empty())
@@ -97,10 +103,12 @@ HfModelConfig parse_hf_config(const json& root, const std::string& label) {
   c.num_hidden_layers = get_or<int64_t>(j, {"num_hidden_layers"}, 0);
   c.num_attention_heads = get_or<int64_t>(j, {"num_attention_heads"}, 0);
   c.num_key_value_heads = get_or<int64_t>(j, {"num_key_value_heads"}, c.num_attention_heads);
-  c.head_dim = get_or<int64_t>(j, {"head_dim"}, c.num_attention_heads ? c.hidden_size / c.num_attention_heads : 0);
+  c.head_dim =
+      get_or<int64_t>(j, {"head_dim"}, c.num_attention_heads ? c.hidden_size / c.num_attention_heads : 0);
   c.max_position_embeddings = get_or<int64_t>(j, {"max_position_embeddings"}, 0);
   c.rms_norm_eps = get_or<double>(j, {"rms_norm_eps"}, 1e-6);
-  c.tie_word_embeddings = get_or<bool>(root, {"tie_word_embeddings"}, get_or<bool>(j, {"tie_word_embeddings"}, false));
+  c.tie_word_embeddings =
+      get_or<bool>(root, {"tie_word_embeddings"}, get_or<bool>(j, {"tie_word_embeddings"}, false));
   c.attention_bias = get_or<bool>(j, {"attention_bias"}, false);
   c.rope_theta = get_or<double>(j, {"rope_theta"}, 10000.0);
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) c.rope_scaling = j["rope_scaling"];
@@ -112,7 +120,8 @@ HfModelConfig parse_hf_config(const json& root, const std::string& label) {
   }
   c.num_experts = get_or<int64_t>(j, {"num_experts", "num_local_experts", "n_routed_experts"}, 0);
   c.num_experts_per_tok = get_or<int64_t>(j, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 0);
-  c.moe_intermediate_size = get_or<int64_t>(j, {"moe_intermediate_size"}, c.num_experts ? c.intermediate_size : 0);
+  c.moe_intermediate_size =
+      get_or<int64_t>(j, {"moe_intermediate_size"}, c.num_experts ? c.intermediate_size : 0);
   c.norm_topk_prob = get_or<bool>(j, {"norm_topk_prob"}, c.model_type != "olmoe");
   c.decoder_sparse_step = get_or<int64_t>(j, {"decoder_sparse_step"}, 1);
   c.mlp_only_layers = get_or<std::vector<int64_t>>(j, {"mlp_only_layers"}, {});

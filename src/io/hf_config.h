@@ -1,7 +1,7 @@
 #pragma once
-// A Hugging Face model's config.json, read in every spelling we meet (FORMATS.md section 6): the classic Hub keys
-// (num_experts, rope_theta, rope_scaling), the newer ones (num_local_experts, rope_parameters) and DeepSeek's
-// (n_routed_experts). Unknown architectures still parse; the model layer decides what it can run.
+// A Hugging Face model's config.json, read in every spelling we meet (FORMATS.md section 6): the classic Hub
+// keys (num_experts, rope_theta, rope_scaling), the newer ones (num_local_experts, rope_parameters) and
+// DeepSeek's (n_routed_experts). Unknown architectures still parse; the model layer decides what it can run.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -66,7 +66,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   return file;
 }
 
-std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(const uint8_t* bytes, size_t size, std::string label) {
+std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(const uint8_t* bytes, size_t size,
+                                                        std::string label) {
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->label_ = std::move(label);
   file->bytes_ = bytes;
@@ -84,7 +85,8 @@ void SafetensorsFile::parse_header() {
   if (size_ < 8) fail_input(f, ": truncated: ", size_, " bytes, a safetensors file has at least 8");
   const uint64_t header_len = read_u64_le(bytes_);
   if (header_len > kMaxHeaderBytes) fail_input(f, ": header length ", header_len, " exceeds the limit");
-  if (header_len > size_ - 8) fail_input(f, ": truncated: header says ", header_len, " bytes, file has ", size_ - 8);
+  if (header_len > size_ - 8)
+    fail_input(f, ": truncated: header says ", header_len, " bytes, file has ", size_ - 8);
   const char* hp = reinterpret_cast<const char*>(bytes_ + 8);
   json header;
   try {
@@ -117,7 +119,8 @@ void SafetensorsFile::parse_header() {
     if (sh == v.end() || !sh->is_array() || sh->size() > kMaxRank)
       fail_input(f, ": tensor '", name, "': missing shape or rank above ", kMaxRank);
     for (const auto& d : *sh) {
-      if (!d.is_number_unsigned()) fail_input(f, ": tensor '", name, "': shape entries must be non-negative integers");
+      if (!d.is_number_unsigned())
+        fail_input(f, ": tensor '", name, "': shape entries must be non-negative integers");
       e.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(d.get<uint64_t>(), uint64_t{1} << 62)));
     }
     const auto off = v.find("data_offsets");
@@ -127,8 +130,8 @@ void SafetensorsFile::parse_header() {
     e.begin = (*off)[0].get<uint64_t>();
     e.end = (*off)[1].get<uint64_t>();
     if (e.begin > e.end || e.end > data_size_)
-      fail_input(f, ": tensor '", name, "': data_offsets [", e.begin, ", ", e.end, ") out of bounds (data section ",
-                 data_size_, " bytes; file truncated?)");
+      fail_input(f, ": tensor '", name, "': data_offsets [", e.begin, ", ", e.end,
+                 ") out of bounds (data section ", data_size_, " bytes; file truncated?)");
     uint64_t want = 0;
     if (!checked_bytes(e.shape, dtype_size(e.dtype), &want) || want != e.end - e.begin)
       fail_input(f, ": tensor '", name, "': ", dtype_name(e.dtype), " ", shape_str(e.shape), " needs ", want,
@@ -146,7 +149,9 @@ void SafetensorsFile::parse_header() {
   }
 }
 
-bool SafetensorsFile::contains(std::string_view name) const { return index_.find(name) != index_.end(); }
+bool SafetensorsFile::contains(std::string_view name) const {
+  return index_.find(name) != index_.end();
+}
 
 const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
   const auto it = index_.find(name);

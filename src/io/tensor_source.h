@@ -35,7 +35,8 @@ class SafetensorsSource : public TensorSource {
 
 class MemorySource : public TensorSource {
  public:
-  explicit MemorySource(std::shared_ptr<std::map<std::string, Tensor>> tensors) : tensors_(std::move(tensors)) {}
+  explicit MemorySource(std::shared_ptr<std::map<std::string, Tensor>> tensors)
+      : tensors_(std::move(tensors)) {}
   std::optional<TensorView> get(const std::string& name) const override {
     const auto it = tensors_->find(name);
     if (it == tensors_->end()) return std::nullopt;
@@ -49,7 +50,7 @@ class MemorySource : public TensorSource {
 };
 
 // Fetches a tensor and checks dtype and shape; throws InputError naming the tensor, expected and actual.
-TensorView expect_tensor(const TensorSource& src, const std::string& name, std::initializer_list<DType> dtypes,
-                         const Shape& shape);
+TensorView expect_tensor(const TensorSource& src, const std::string& name,
+                         std::initializer_list<DType> dtypes, const Shape& shape);
 
 }  // namespace moe

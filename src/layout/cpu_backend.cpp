@@ -21,6 +21,8 @@ class CpuBackend : public MoeBackend {
 
 }  // namespace
 
-std::unique_ptr<MoeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<MoeBackend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace moe

@@ -9,15 +9,17 @@
 namespace moe::layout {
 namespace {
 
-std::string layer_prefix(int64_t layer) { return str("model.layers.", layer, ".mlp"); }
+std::string layer_prefix(int64_t layer) {
+  return str("model.layers.", layer, ".mlp");
+}
 
 bool is_gpt_oss(const HfModelConfig& cfg) {
   return cfg.quant.method == QuantizationConfig::Method::GptOssMxfp4 || cfg.model_type == "gpt_oss";
 }
 
 // One projection of every expert, stored per expert under `<mlp>.experts.<e>.<proj>`; validated one by one.
-ExpertLinear read_per_expert(const TensorSource& src, const std::string& mlp, const char* proj, WeightFormat f,
-                             int64_t E, int64_t rows, int64_t cols) {
+ExpertLinear read_per_expert(const TensorSource& src, const std::string& mlp, const char* proj,
+                             WeightFormat f, int64_t E, int64_t rows, int64_t cols) {
   ExpertLinear all;
   for (int64_t e = 0; e < E; ++e) {
     const std::string prefix = str(mlp, ".experts.", e, ".", proj);
@@ -39,12 +41,14 @@ ExpertLinear read_per_expert(const TensorSource& src, const std::string& mlp, co
 WeightFormat expert_format(const HfModelConfig& cfg, int64_t layer) {
   const std::string experts = layer_prefix(layer) + ".experts";
   switch (cfg.quant.method) {
-    case QuantizationConfig::Method::None: return WeightFormat::Bf16;
+    case QuantizationConfig::Method::None:
+      return WeightFormat::Bf16;
     case QuantizationConfig::Method::Fp8Block:
       return cfg.quant.is_excluded(experts + ".0.gate_proj") ? WeightFormat::Bf16 : WeightFormat::Fp8Block;
     case QuantizationConfig::Method::QuarkMxfp4:
       return cfg.quant.is_excluded(experts + ".0.gate_proj") ? WeightFormat::Bf16 : WeightFormat::Mxfp4;
-    case QuantizationConfig::Method::GptOssMxfp4: return WeightFormat::Mxfp4;
+    case QuantizationConfig::Method::GptOssMxfp4:
+      return WeightFormat::Mxfp4;
   }
   return WeightFormat::Bf16;
 }
@@ -117,7 +121,8 @@ MoeWeights read_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int
   return w;
 }
 
-RankWeights load_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int64_t layer, const MoeLayerPlan& plan) {
+RankWeights load_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int64_t layer,
+                           const MoeLayerPlan& plan) {
   const MoeWeights full = read_moe_layer(src, cfg, layer);
   return shard_moe_weights(full, plan);
 }

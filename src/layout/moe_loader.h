@@ -1,8 +1,8 @@
 #pragma once
-// Loads one MoE layer of a Hugging Face checkpoint for one rank, through the layout plan. Every tensor is checked
-// against the shape the plan's layer spec implies; a mismatch throws InputError naming the tensor, the expected
-// and the actual shape. Formats: bf16, fp8 block (weight_scale_inv), Quark mxfp4 (weight + weight_scale) and
-// gpt-oss mxfp4 (*_blocks, *_scales, *_bias with interleaved gate/up rows).
+// Loads one MoE layer of a Hugging Face checkpoint for one rank, through the layout plan. Every tensor is
+// checked against the shape the plan's layer spec implies; a mismatch throws InputError naming the tensor,
+// the expected and the actual shape. Formats: bf16, fp8 block (weight_scale_inv), Quark mxfp4 (weight +
+// weight_scale) and gpt-oss mxfp4 (*_blocks, *_scales, *_bias with interleaved gate/up rows).
 #include <string>
 
 #include "io/hf_checkpoint.h"
@@ -21,7 +21,8 @@ MoeLayerSpec moe_layer_spec(const HfModelConfig& cfg, int64_t layer);
 MoeWeights read_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int64_t layer);
 
 // read_moe_layer + shard_moe_weights for `plan`.
-RankWeights load_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int64_t layer, const MoeLayerPlan& plan);
+RankWeights load_moe_layer(const TensorSource& src, const HfModelConfig& cfg, int64_t layer,
+                           const MoeLayerPlan& plan);
 
 // The MoE routing config of the model (softmax top-k with norm_topk_prob, or DeepSeek's grouped sigmoid, or
 // gpt-oss's top-k softmax).

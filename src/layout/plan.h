@@ -1,7 +1,8 @@
 #pragma once
-// One layout plan per MoE layer (BACKGROUND.md section 2). From the model's dims, the weight format, the rank and
-// the kernels' alignment it derives every per-rank shape: weights, scales, padding, checkpoint offsets, the
-// kernel's inter_dim and the tuned-config key. Allocation, loading, kernels and config lookup all read it.
+// One layout plan per MoE layer (BACKGROUND.md section 2). From the model's dims, the weight format, the rank
+// and the kernels' alignment it derives every per-rank shape: weights, scales, padding, checkpoint offsets,
+// the kernel's inter_dim and the tuned-config key. Allocation, loading, kernels and config lookup all read
+// it.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,12 +33,14 @@ struct InterShard {
   int64_t raw = 0;         // I / TP: rows this rank owns
   int64_t src_offset = 0;  // rank * raw: first checkpoint row it reads
   int64_t padded = 0;      // raw rounded up to the kernel alignment; rows [raw, padded) are zero
-  // FP8 block scales along this dim. The rank's rows start block_phase into checkpoint block first_block; it reads
-  // ckpt_blocks of them and stores scale_blocks (covering the padding too; the extra scale entries are zero).
+  // FP8 block scales along this dim. The rank's rows start block_phase into checkpoint block first_block; it
+  // reads ckpt_blocks of them and stores scale_blocks (covering the padding too; the extra scale entries are
+  // zero).
   int64_t first_block = 0, block_phase = 0, ckpt_blocks = 0, scale_blocks = 0;
 };
 
-InterShard plan_inter_shard(int64_t ckpt_inter, int tp_rank, int tp_size, WeightFormat format, int64_t alignment);
+InterShard plan_inter_shard(int64_t ckpt_inter, int tp_rank, int tp_size, WeightFormat format,
+                            int64_t alignment);
 
 struct ProjectionShapes {
   Shape w13, w13_scale, w2, w2_scale;  // engine layout: w13 = gate rows then up rows, each half `padded` rows
@@ -58,8 +61,8 @@ struct MoeLayerPlan {
   std::string describe() const;
 };
 
-// Throws InputError for shapes no rank layout exists for (I not divisible by TP; an mxfp4 scale group split by
-// ranks; E not divisible by EP).
+// Throws InputError for shapes no rank layout exists for (I not divisible by TP; an mxfp4 scale group split
+// by ranks; E not divisible by EP).
 MoeLayerPlan plan_moe_layer(const MoeLayerSpec& spec, const Parallelism& par,
                             std::optional<int64_t> alignment = std::nullopt);
 

@@ -1,6 +1,7 @@
 #pragma once
-// Builds one rank's weights in the engine layout from a layer's checkpoint-form weights, exactly as the plan says:
-// source rows from rank * (I / TP), destination padded, padding zero, FP8 scale blocks kept on the checkpoint grid.
+// Builds one rank's weights in the engine layout from a layer's checkpoint-form weights, exactly as the plan
+// says: source rows from rank * (I / TP), destination padded, padding zero, FP8 scale blocks kept on the
+// checkpoint grid.
 #include <optional>
 #include <vector>
 
@@ -28,7 +29,8 @@ RankWeights shard_moe_weights(const MoeWeights& full, const MoeLayerPlan& plan);
 // expected and the actual shape).
 void check_against_plan(const RankProjection& p, const ProjectionShapes& want, const char* what);
 
-// Builds the three ExpertLinear views over engine-layout buffers (used for shards and for loaded checkpoints).
+// Builds the three ExpertLinear views over engine-layout buffers (used for shards and for loaded
+// checkpoints).
 void make_engine_views(const RankProjection& p, WeightFormat format, int64_t experts, int64_t hidden,
                        const InterShard& inter, ExpertLinear* gate, ExpertLinear* up, ExpertLinear* down);
 

@@ -5,9 +5,9 @@
 
 #include "core/codecs.h"
 #include "core/error.h"
+#include "moe/routing.h"
 #include "quant/fp8_block.h"
 #include "quant/mxfp4.h"
-#include "moe/routing.h"
 
 namespace moe {
 namespace {
@@ -18,7 +18,8 @@ const std::string& meta(const std::map<std::string, std::string>& m, const std::
   return it->second;
 }
 
-long parse_int(const std::map<std::string, std::string>& m, const std::string& key, long dflt, bool required) {
+long parse_int(const std::map<std::string, std::string>& m, const std::string& key, long dflt,
+               bool required) {
   const auto it = m.find(key);
   if (it == m.end()) {
     if (required) fail_input("case metadata: missing key '", key, "'");
@@ -26,11 +27,13 @@ long parse_int(const std::map<std::string, std::string>& m, const std::string& k
   }
   char* end = nullptr;
   const long v = std::strtol(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0') fail_input("case metadata: '", key, "' = '", it->second, "' is not an integer");
+  if (it->second.empty() || *end != '\0')
+    fail_input("case metadata: '", key, "' = '", it->second, "' is not an integer");
   return v;
 }
 
-double parse_double(const std::map<std::string, std::string>& m, const std::string& key, double dflt, bool required) {
+double parse_double(const std::map<std::string, std::string>& m, const std::string& key, double dflt,
+                    bool required) {
   const auto it = m.find(key);
   if (it == m.end()) {
     if (required) fail_input("case metadata: missing key '", key, "'");
@@ -52,8 +55,8 @@ bool parse_bool(const std::map<std::string, std::string>& m, const std::string& 
 }
 
 template <typename E>
-E parse_choice(const std::map<std::string, std::string>& m, const std::string& key, bool (*parse)(std::string_view, E*),
-               const char* choices) {
+E parse_choice(const std::map<std::string, std::string>& m, const std::string& key,
+               bool (*parse)(std::string_view, E*), const char* choices) {
   E v{};
   const std::string& s = meta(m, key);
   if (!parse(s, &v)) fail_input("case metadata: '", key, "' = '", s, "' is not one of ", choices);
@@ -93,7 +96,8 @@ void load_gpt_oss_experts(const TensorSource& src, const std::string& prefix, in
   gu.cols = H;
   gu.row_stride = 2;
   gu.scale_cols = H / kMxfp4Group;
-  const TensorView gub = expect_tensor(src, prefix + "gate_up_proj_blocks", {DType::U8}, {E, 2 * I, H / 32, 16});
+  const TensorView gub =
+      expect_tensor(src, prefix + "gate_up_proj_blocks", {DType::U8}, {E, 2 * I, H / 32, 16});
   const TensorView gus = expect_tensor(src, prefix + "gate_up_proj_scales", {DType::U8}, {E, 2 * I, H / 32});
   gu.weights = split_experts(gub.data, E, static_cast<int64_t>(gub.nbytes()) / E);
   gu.scales = split_experts(gus.data, E, static_cast<int64_t>(gus.nbytes()) / E);
@@ -121,24 +125,28 @@ MoeConfig parse_case_config(const std::map<std::string, std::string>& m, double*
   c.layout = m.count("moe.layout") ? parse_choice<WeightLayout>(m, "moe.layout", parse_layout, "hf, gpt_oss")
                                    : WeightLayout::Hf;
   c.activation = parse_choice<Activation>(m, "moe.activation", parse_activation, "silu, swiglu_oai");
-  c.router.kind = parse_choice<RouterKind>(m, "moe.router", parse_router, "softmax_topk, topk_softmax, sigmoid_grouped");
-  c.act_quant = m.count("moe.act_quant") ? parse_choice<ActQuant>(m, "moe.act_quant", parse_act_quant,
-                                                                   "none, fp8_1x128, mxfp4")
-                                         : ActQuant::None;
+  c.router.kind =
+      parse_choice<RouterKind>(m, "moe.router", parse_router, "softmax_topk, topk_softmax, sigmoid_grouped");
+  c.act_quant = m.count("moe.act_quant")
+                    ? parse_choice<ActQuant>(m, "moe.act_quant", parse_act_quant, "none, fp8_1x128, mxfp4")
+                    : ActQuant::None;
   c.router.top_k = static_cast<int>(parse_int(m, "moe.top_k", 0, true));
   c.router.renormalize = parse_bool(m, "moe.renormalize", true);
   c.router.n_group = static_cast<int>(parse_int(m, "moe.n_group", 1, false));
   c.router.topk_group = static_cast<int>(parse_int(m, "moe.topk_group", 1, false));
-  c.router.routed_scaling_factor = static_cast<float>(parse_double(m, "moe.routed_scaling_factor", 1.0, false));
-  if (m.count("moe.swiglu_alpha")) c.swiglu_alpha = static_cast<float>(parse_double(m, "moe.swiglu_alpha", 0, true));
-  if (m.count("moe.swiglu_limit")) c.swiglu_limit = static_cast<float>(parse_double(m, "moe.swiglu_limit", 0, true));
+  c.router.routed_scaling_factor =
+      static_cast<float>(parse_double(m, "moe.routed_scaling_factor", 1.0, false));
+  if (m.count("moe.swiglu_alpha"))
+    c.swiglu_alpha = static_cast<float>(parse_double(m, "moe.swiglu_alpha", 0, true));
+  if (m.count("moe.swiglu_limit"))
+    c.swiglu_limit = static_cast<float>(parse_double(m, "moe.swiglu_limit", 0, true));
   if (tolerance) {
     *tolerance = parse_double(m, "moe.tolerance", 0, true);
     require_input(*tolerance >= 0, "case metadata: 'moe.tolerance' must be non-negative");
   }
   if (c.layout == WeightLayout::GptOss)
-    require_input(c.format == WeightFormat::Mxfp4, "case metadata: moe.layout=gpt_oss needs moe.format=mxfp4, got ",
-                  format_name(c.format));
+    require_input(c.format == WeightFormat::Mxfp4,
+                  "case metadata: moe.layout=gpt_oss needs moe.format=mxfp4, got ", format_name(c.format));
   return c;
 }
 
@@ -158,8 +166,8 @@ std::map<std::string, std::string> case_metadata(const MoeConfig& c, double tole
           {"moe.tolerance", tol}};
 }
 
-ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, WeightFormat format, int64_t experts,
-                            int64_t rows, int64_t cols, bool stacked) {
+ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, WeightFormat format,
+                            int64_t experts, int64_t rows, int64_t cols, bool stacked) {
   ExpertLinear l;
   l.format = format;
   l.experts = stacked ? experts : 1;
@@ -170,7 +178,9 @@ ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, 
   std::string sname;
   DType wtype = DType::BF16, stype = DType::F32;
   switch (format) {
-    case WeightFormat::Bf16: wshape = {rows, cols}; break;
+    case WeightFormat::Bf16:
+      wshape = {rows, cols};
+      break;
     case WeightFormat::Fp8Block:
       wtype = DType::F8_E4M3;
       wshape = {rows, cols};
@@ -179,8 +189,8 @@ ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, 
       sname = prefix + ".weight_scale_inv";
       break;
     case WeightFormat::Mxfp4:
-      require_input(cols % kMxfp4Group == 0, src.label(), ": '", wname, "': mxfp4 needs the input dim (", cols,
-                    ") to be a multiple of 32");
+      require_input(cols % kMxfp4Group == 0, src.label(), ": '", wname, "': mxfp4 needs the input dim (",
+                    cols, ") to be a multiple of 32");
       wtype = DType::U8;
       stype = DType::U8;
       wshape = {rows, cols / 2};
@@ -206,7 +216,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
   const auto lv = src.get("router_logits");
   if (!xv) fail_input(src.label(), ": missing tensor 'x'");
   if (!lv) fail_input(src.label(), ": missing tensor 'router_logits'");
-  require_input(xv->shape.size() == 2, src.label(), ": tensor 'x' must be [M, H], has shape ", shape_str(xv->shape));
+  require_input(xv->shape.size() == 2, src.label(), ": tensor 'x' must be [M, H], has shape ",
+                shape_str(xv->shape));
   require_input(lv->shape.size() == 2, src.label(), ": tensor 'router_logits' must be [M, E], has shape ",
                 shape_str(lv->shape));
   const int64_t M = xv->shape[0], H = xv->shape[1], E = lv->shape[1];
@@ -217,7 +228,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
   c.expected_out = expect_tensor(src, "expected.out", {DType::F32}, {M, H});
   validate_router(cfg.router, E);
   const int K = cfg.router.top_k;
-  if (src.get("expected.topk_ids")) c.expected_topk_ids = expect_tensor(src, "expected.topk_ids", {DType::I32}, {M, K});
+  if (src.get("expected.topk_ids"))
+    c.expected_topk_ids = expect_tensor(src, "expected.topk_ids", {DType::I32}, {M, K});
   if (src.get("expected.topk_weights"))
     c.expected_topk_weights = expect_tensor(src, "expected.topk_weights", {DType::F32}, {M, K});
   if (cfg.act_quant == ActQuant::Mxfp4)
@@ -230,8 +242,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
   if (cfg.layout == WeightLayout::Hf) {
     const auto g = src.get("experts.gate_proj.weight");
     if (!g) fail_input(src.label(), ": missing tensor 'experts.gate_proj.weight'");
-    require_input(g->shape.size() == 3, src.label(), ": tensor 'experts.gate_proj.weight' must be 3-D, has shape ",
-                  shape_str(g->shape));
+    require_input(g->shape.size() == 3, src.label(),
+                  ": tensor 'experts.gate_proj.weight' must be 3-D, has shape ", shape_str(g->shape));
     const int64_t I = g->shape[1];
     w.inter = I;
     w.gate = load_hf_linear(src, "experts.gate_proj", cfg.format, E, I, H, true);
@@ -241,7 +253,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
     const auto b = src.get("experts.gate_up_proj_blocks");
     if (!b) fail_input(src.label(), ": missing tensor 'experts.gate_up_proj_blocks'");
     require_input(b->shape.size() == 4 && b->shape[1] % 2 == 0, src.label(),
-                  ": tensor 'experts.gate_up_proj_blocks' must be [E, 2I, H/32, 16], has shape ", shape_str(b->shape));
+                  ": tensor 'experts.gate_up_proj_blocks' must be [E, 2I, H/32, 16], has shape ",
+                  shape_str(b->shape));
     const int64_t I = b->shape[1] / 2;
     w.inter = I;
     require_input(H % kMxfp4Group == 0 && I % kMxfp4Group == 0, src.label(), ": gpt_oss layout needs H (", H,
@@ -249,7 +262,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
     load_gpt_oss_experts(src, "experts.", E, H, I, w);
   }
   if (cfg.act_quant == ActQuant::Mxfp4)
-    require_input(w.inter % kMxfp4Group == 0, src.label(), ": mxfp4 activations need I (", w.inter, ") divisible by 32");
+    require_input(w.inter % kMxfp4Group == 0, src.label(), ": mxfp4 activations need I (", w.inter,
+                  ") divisible by 32");
 
   if (cfg.router.kind == RouterKind::SigmoidGrouped && src.get("router.bias"))
     w.router_bias = load_f32_vector(src, "router.bias", {E});
@@ -257,22 +271,24 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
     fail_input(src.label(), ": tensor 'router.bias' is only used by moe.router=sigmoid_grouped");
 
   if (const auto sg = src.get("shared_expert.gate_proj.weight")) {
-    require_input(sg->shape.size() == 2, src.label(), ": tensor 'shared_expert.gate_proj.weight' must be 2-D, has ",
-                  shape_str(sg->shape));
+    require_input(sg->shape.size() == 2, src.label(),
+                  ": tensor 'shared_expert.gate_proj.weight' must be 2-D, has ", shape_str(sg->shape));
     const int64_t Is = sg->shape[0];
     const WeightFormat sf = cfg.format;
     SharedExpertWeights sh;
     sh.gate = load_hf_linear(src, "shared_expert.gate_proj", sf, 1, Is, H, false);
     sh.up = load_hf_linear(src, "shared_expert.up_proj", sf, 1, Is, H, false);
     sh.down = load_hf_linear(src, "shared_expert.down_proj", sf, 1, H, Is, false);
-    if (src.get("shared_expert_gate.weight")) sh.gate_weight = load_f32_vector(src, "shared_expert_gate.weight", {1, H});
+    if (src.get("shared_expert_gate.weight"))
+      sh.gate_weight = load_f32_vector(src, "shared_expert_gate.weight", {1, H});
     if (cfg.act_quant == ActQuant::Mxfp4)
-      require_input(Is % kMxfp4Group == 0, src.label(), ": mxfp4 activations need the shared expert's I (", Is,
-                    ") divisible by 32");
+      require_input(Is % kMxfp4Group == 0, src.label(), ": mxfp4 activations need the shared expert's I (",
+                    Is, ") divisible by 32");
     w.shared = std::move(sh);
   } else if (src.get("shared_expert_gate.weight") || src.get("shared_expert.up_proj.weight") ||
              src.get("shared_expert.down_proj.weight")) {
-    fail_input(src.label(), ": shared expert tensors present but 'shared_expert.gate_proj.weight' is missing");
+    fail_input(src.label(),
+               ": shared expert tensors present but 'shared_expert.gate_proj.weight' is missing");
   }
   return c;
 }

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "io/tensor_source.h"
 #include "moe/expert_weights.h"
 #include "moe/moe_config.h"
-#include "io/tensor_source.h"
 
 namespace moe {
 
@@ -28,8 +28,8 @@ MoeCase load_case(const std::string& path);
 
 // Reads one projection of every expert (or of the shared expert when `stacked` is false) in the hf layout:
 // `<prefix>.weight` (+ `.weight_scale_inv` / `.weight_scale`) of logical shape [rows, cols].
-ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, WeightFormat format, int64_t experts,
-                            int64_t rows, int64_t cols, bool stacked);
+ExpertLinear load_hf_linear(const TensorSource& src, const std::string& prefix, WeightFormat format,
+                            int64_t experts, int64_t rows, int64_t cols, bool stacked);
 
 // A bf16 or f32 tensor of `shape` as f32 values (InputError naming it otherwise).
 std::vector<float> load_f32_vector(const TensorSource& src, const std::string& name, const Shape& shape);

@@ -22,8 +22,8 @@ uint64_t splitmix64(uint64_t& s) {
 }
 
 // Stores a random [experts, rows, cols] projection in `format` under `prefix` (hf naming).
-void add_hf_linear(std::map<std::string, Tensor>& t, const std::string& prefix, WeightFormat format, int64_t experts,
-                   int64_t rows, int64_t cols, bool stacked, uint64_t seed) {
+void add_hf_linear(std::map<std::string, Tensor>& t, const std::string& prefix, WeightFormat format,
+                   int64_t experts, int64_t rows, int64_t cols, bool stacked, uint64_t seed) {
   const float stddev = 1.0f / std::sqrt(static_cast<float>(cols));
   Shape lead = stacked ? Shape{experts} : Shape{};
   auto shape = [&](std::initializer_list<int64_t> s) {
@@ -33,7 +33,9 @@ void add_hf_linear(std::map<std::string, Tensor>& t, const std::string& prefix, 
   };
   Tensor w, s;
   switch (format) {
-    case WeightFormat::Bf16: w = Tensor(DType::BF16, shape({rows, cols})); break;
+    case WeightFormat::Bf16:
+      w = Tensor(DType::BF16, shape({rows, cols}));
+      break;
     case WeightFormat::Fp8Block:
       w = Tensor(DType::F8_E4M3, shape({rows, cols}));
       s = Tensor(DType::F32, shape({ceil_div(rows, 128), ceil_div(cols, 128)}));
@@ -44,7 +46,8 @@ void add_hf_linear(std::map<std::string, Tensor>& t, const std::string& prefix, 
       s = Tensor(DType::U8, shape({rows, cols / 32}));
       break;
   }
-  const int64_t per_w = static_cast<int64_t>(w.nbytes()) / experts, per_s = s.nbytes() ? static_cast<int64_t>(s.nbytes()) / experts : 0;
+  const int64_t per_w = static_cast<int64_t>(w.nbytes()) / experts,
+                per_s = s.nbytes() ? static_cast<int64_t>(s.nbytes()) / experts : 0;
   parallel_for(experts, [&](int64_t b, int64_t e_end) {
     std::vector<float> dense(static_cast<size_t>(rows * cols));
     for (int64_t e = b; e < e_end; ++e) {
@@ -57,8 +60,12 @@ void add_hf_linear(std::map<std::string, Tensor>& t, const std::string& prefix, 
           for (int64_t i = 0; i < rows * cols; ++i) o[i] = f32_to_bf16(dense[static_cast<size_t>(i)]);
           break;
         }
-        case WeightFormat::Fp8Block: quantize_fp8_block(dense.data(), rows, cols, wp, reinterpret_cast<float*>(sp)); break;
-        case WeightFormat::Mxfp4: quantize_mxfp4(dense.data(), rows, cols, wp, sp); break;
+        case WeightFormat::Fp8Block:
+          quantize_fp8_block(dense.data(), rows, cols, wp, reinterpret_cast<float*>(sp));
+          break;
+        case WeightFormat::Mxfp4:
+          quantize_mxfp4(dense.data(), rows, cols, wp, sp);
+          break;
       }
     }
   });
@@ -96,12 +103,15 @@ void fill_normal(float* out, int64_t n, uint64_t seed, float stddev) {
 }
 
 double default_tolerance(const MoeConfig& cfg) {
-  // Output is compared after bf16 rounding of h and of the engine's output; quantised activations add rounding
-  // flips at ties (FORMATS.md section 3: up to about 6e-3 for fp8).
+  // Output is compared after bf16 rounding of h and of the engine's output; quantised activations add
+  // rounding flips at ties (FORMATS.md section 3: up to about 6e-3 for fp8).
   switch (cfg.act_quant) {
-    case ActQuant::None: return 1e-2;
-    case ActQuant::Fp8_1x128: return 2e-2;
-    case ActQuant::Mxfp4: return 5e-2;
+    case ActQuant::None:
+      return 1e-2;
+    case ActQuant::Fp8_1x128:
+      return 2e-2;
+    case ActQuant::Mxfp4:
+      return 5e-2;
   }
   return 1e-2;
 }
@@ -116,7 +126,8 @@ GeneratedCase generate_case(const CaseSpec& spec) {
   const int64_t M = spec.M, E = spec.E, H = spec.H, I = spec.I, K = cfg.router.top_k;
   t["x"] = random_f32({M, H}, seed * 7 + 1, 1.0f, true);
   t["router_logits"] = random_f32({M, E}, seed * 7 + 2, 2.0f, false);
-  if (cfg.router.kind == RouterKind::SigmoidGrouped) t["router.bias"] = random_f32({E}, seed * 7 + 3, 0.1f, false);
+  if (cfg.router.kind == RouterKind::SigmoidGrouped)
+    t["router.bias"] = random_f32({E}, seed * 7 + 3, 0.1f, false);
 
   if (cfg.layout == WeightLayout::Hf) {
     add_hf_linear(t, "experts.gate_proj", cfg.format, E, I, H, true, seed * 7 + 4);
@@ -145,7 +156,9 @@ GeneratedCase generate_case(const CaseSpec& spec) {
     add_hf_linear(t, "shared_expert.gate_proj", sf, 1, spec.shared_inter, H, false, seed * 7 + 8);
     add_hf_linear(t, "shared_expert.up_proj", sf, 1, spec.shared_inter, H, false, seed * 7 + 9);
     add_hf_linear(t, "shared_expert.down_proj", sf, 1, H, spec.shared_inter, false, seed * 7 + 10);
-    if (spec.shared_gate) t["shared_expert_gate.weight"] = random_f32({1, H}, seed * 7 + 11, 1.0f / std::sqrt(static_cast<float>(H)), true);
+    if (spec.shared_gate)
+      t["shared_expert_gate.weight"] =
+          random_f32({1, H}, seed * 7 + 11, 1.0f / std::sqrt(static_cast<float>(H)), true);
   }
   t["expected.out"] = Tensor(DType::F32, {M, H});
   t["expected.topk_ids"] = Tensor(DType::I32, {M, K});
@@ -156,7 +169,8 @@ GeneratedCase generate_case(const CaseSpec& spec) {
     MemorySource src(g.tensors);
     MoeCase c = build_case(g.metadata, src);
     Routing r;
-    reference_moe(c.config, c.weights, c.x.as<float>(), c.router_logits.as<float>(), M, t["expected.out"].as<float>(), &r);
+    reference_moe(c.config, c.weights, c.x.as<float>(), c.router_logits.as<float>(), M,
+                  t["expected.out"].as<float>(), &r);
     std::memcpy(t["expected.topk_ids"].data(), r.ids.data(), r.ids.size() * sizeof(int32_t));
     std::memcpy(t["expected.topk_weights"].data(), r.weights.data(), r.weights.size() * sizeof(float));
   }

@@ -1,6 +1,6 @@
 #pragma once
-// Random case generation for the project's own tests and `moe gen-case`: weights drawn at random, quantised to
-// the requested format, the expected output computed by the CPU reference.
+// Random case generation for the project's own tests and `moe gen-case`: weights drawn at random, quantised
+// to the requested format, the expected output computed by the CPU reference.
 #include <cstdint>
 #include <map>
 #include <memory>

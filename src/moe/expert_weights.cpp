@@ -9,15 +9,19 @@ namespace moe {
 
 std::vector<const void*> split_experts(const void* base, int64_t experts, int64_t bytes_per_expert) {
   std::vector<const void*> out(static_cast<size_t>(experts));
-  for (int64_t e = 0; e < experts; ++e) out[static_cast<size_t>(e)] = static_cast<const uint8_t*>(base) + e * bytes_per_expert;
+  for (int64_t e = 0; e < experts; ++e)
+    out[static_cast<size_t>(e)] = static_cast<const uint8_t*>(base) + e * bytes_per_expert;
   return out;
 }
 
 int64_t ExpertLinear::row_bytes() const {
   switch (format) {
-    case WeightFormat::Bf16: return cols * 2;
-    case WeightFormat::Fp8Block: return cols;
-    case WeightFormat::Mxfp4: return cols / 2;
+    case WeightFormat::Bf16:
+      return cols * 2;
+    case WeightFormat::Fp8Block:
+      return cols;
+    case WeightFormat::Mxfp4:
+      return cols / 2;
   }
   return 0;
 }
@@ -27,7 +31,8 @@ const uint8_t* ExpertLinear::row(int64_t expert, int64_t r) const {
 }
 
 const float* ExpertLinear::fp8_scale_row(int64_t expert, int64_t block_row) const {
-  return static_cast<const float*>(scales[static_cast<size_t>(expert)]) + (scale_row_offset + block_row) * scale_cols;
+  return static_cast<const float*>(scales[static_cast<size_t>(expert)]) +
+         (scale_row_offset + block_row) * scale_cols;
 }
 
 const uint8_t* ExpertLinear::mxfp4_scale_row(int64_t expert, int64_t r) const {
@@ -47,7 +52,8 @@ void ExpertLinear::dequantize(int64_t expert, float* out) const {
       }
       case WeightFormat::Fp8Block: {
         const float* srow = fp8_scale_row(expert, (r + row_phase) / kFp8BlockSize);
-        for (int64_t c = 0; c < cols; ++c) orow[c] = fp8e4m3_to_f32(w[c]) * srow[(c + col_phase) / kFp8BlockSize];
+        for (int64_t c = 0; c < cols; ++c)
+          orow[c] = fp8e4m3_to_f32(w[c]) * srow[(c + col_phase) / kFp8BlockSize];
         break;
       }
       case WeightFormat::Mxfp4:

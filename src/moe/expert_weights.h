@@ -1,6 +1,7 @@
 #pragma once
-// Expert weights in checkpoint form (FORMATS.md section 2) as views. The same structure describes a case file's
-// stacked tensors, a Hugging Face checkpoint's per-expert tensors and one tensor-parallel rank's padded shard.
+// Expert weights in checkpoint form (FORMATS.md section 2) as views. The same structure describes a case
+// file's stacked tensors, a Hugging Face checkpoint's per-expert tensors and one tensor-parallel rank's
+// padded shard.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,14 +17,14 @@ struct ExpertLinear {
   int64_t experts = 0, rows = 0, cols = 0;
   int64_t row_stride = 1;  // logical row r lives at stored row r * row_stride + row_offset
   int64_t row_offset = 0;
-  // FP8 only: where this matrix starts inside the 128x128 scale grid. A TP shard whose first row (or column) is
-  // not on a block boundary keeps the checkpoint's blocks; phase = its offset inside the first block.
+  // FP8 only: where this matrix starts inside the 128x128 scale grid. A TP shard whose first row (or column)
+  // is not on a block boundary keeps the checkpoint's blocks; phase = its offset inside the first block.
   int64_t row_phase = 0, col_phase = 0;
   int64_t scale_cols = 0;        // fp8: column blocks per scale row; mxfp4: cols / 32
   int64_t scale_row_offset = 0;  // fp8: first scale row of this matrix (w13 keeps gate and up blocks apart)
 
-  // Per expert: its stored matrix (bf16 / e4m3 [stored_rows, cols], or packed e2m1 [stored_rows, cols/2]) and its
-  // scales (fp8: f32 block grid; mxfp4: e8m0 [stored_rows, cols/32]).
+  // Per expert: its stored matrix (bf16 / e4m3 [stored_rows, cols], or packed e2m1 [stored_rows, cols/2]) and
+  // its scales (fp8: f32 block grid; mxfp4: e8m0 [stored_rows, cols/32]).
   std::vector<const void*> weights, scales;
   std::vector<const float*> biases;  // optional fp32 [stored_rows] per expert (gpt-oss); empty if none
 

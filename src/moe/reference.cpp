@@ -23,9 +23,9 @@ float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// FP8 activation quantisation whose 128-groups start `phase` into the grid (phase 0: the usual 1x128 groups). A TP
-// shard whose first intermediate row is not on a 128 boundary quantises on the checkpoint's grid, which is where
-// the down projection's scale blocks are: its phase is down.col_phase.
+// FP8 activation quantisation whose 128-groups start `phase` into the grid (phase 0: the usual 1x128 groups).
+// A TP shard whose first intermediate row is not on a 128 boundary quantises on the checkpoint's grid, which
+// is where the down projection's scale blocks are: its phase is down.col_phase.
 void quantize_inter(ActQuant q, const float* h, int64_t n, int64_t phase, float* out) {
   if (q != ActQuant::Fp8_1x128 || phase == 0) {
     fake_quantize(q, h, n, out);
@@ -41,9 +41,9 @@ struct ExpertScratch {
 };
 
 // One expert MLP applied to token activations `a` (already act-quantised, [H]); writes y [H].
-void expert_mlp(const MoeConfig& cfg, const float* gate, const float* up, const float* down, const ExpertLinear& lg,
-                const ExpertLinear& lu, const ExpertLinear& ld, int64_t e, const float* a, int64_t H, int64_t I,
-                ExpertScratch& s, float* y) {
+void expert_mlp(const MoeConfig& cfg, const float* gate, const float* up, const float* down,
+                const ExpertLinear& lg, const ExpertLinear& lu, const ExpertLinear& ld, int64_t e,
+                const float* a, int64_t H, int64_t I, ExpertScratch& s, float* y) {
   for (int64_t i = 0; i < I; ++i) {
     const float g = dot(gate + i * H, a, H) + lg.bias_at(e, i);
     const float u = dot(up + i * H, a, H) + lu.bias_at(e, i);
@@ -72,8 +72,8 @@ Routing route_tokens(const MoeConfig& cfg, const MoeWeights& w, const float* rou
   return r;
 }
 
-void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t M, const Routing& routing,
-                       float* out, const ExpertOptions& opts) {
+void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t M,
+                       const Routing& routing, float* out, const ExpertOptions& opts) {
   const int64_t H = w.hidden, I = w.inter, E = w.num_experts, K = routing.top_k;
   // Stage 0: every token's activations quantised once (they are the same for every expert).
   std::vector<float> a(static_cast<size_t>(M * H));
@@ -105,8 +105,8 @@ void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x
       w.up.dequantize(e, s.up.data());
       w.down.dequantize(e, s.down.data());
       for (int64_t p : by_expert[static_cast<size_t>(e)])
-        expert_mlp(cfg, s.gate.data(), s.up.data(), s.down.data(), w.gate, w.up, w.down, e, a.data() + (p / K) * H, H,
-                   I, s, y.data() + p * H);
+        expert_mlp(cfg, s.gate.data(), s.up.data(), s.down.data(), w.gate, w.up, w.down, e,
+                   a.data() + (p / K) * H, H, I, s, y.data() + p * H);
     }
   });
 
@@ -141,8 +141,8 @@ void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x
     local.h.resize(static_cast<size_t>(Is));
     local.a2.resize(static_cast<size_t>(Is));
     for (int64_t t = begin; t < end; ++t)
-      expert_mlp(cfg, s.gate.data(), s.up.data(), s.down.data(), sh.gate, sh.up, sh.down, 0, a.data() + t * H, H, Is,
-                 local, ys.data() + t * H);
+      expert_mlp(cfg, s.gate.data(), s.up.data(), s.down.data(), sh.gate, sh.up, sh.down, 0, a.data() + t * H,
+                 H, Is, local, ys.data() + t * H);
   });
   for (int64_t t = 0; t < M; ++t) {
     float g = 1.0f;
@@ -151,8 +151,8 @@ void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x
   }
 }
 
-void reference_moe(const MoeConfig& cfg, const MoeWeights& w, const float* x, const float* router_logits, int64_t M,
-                   float* out, Routing* routing_out) {
+void reference_moe(const MoeConfig& cfg, const MoeWeights& w, const float* x, const float* router_logits,
+                   int64_t M, float* out, Routing* routing_out) {
   Routing r = route_tokens(cfg, w, router_logits, M);
   reference_experts(cfg, w, x, M, r, out, {});
   if (routing_out) *routing_out = std::move(r);

@@ -22,12 +22,12 @@ struct ExpertOptions {
 };
 
 // out [M, H] = sum over chosen experts of weight * expert(x) (+ shared expert). x holds bf16 values.
-void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t M, const Routing& routing,
-                       float* out, const ExpertOptions& opts = {});
+void reference_experts(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t M,
+                       const Routing& routing, float* out, const ExpertOptions& opts = {});
 
 // Routing + experts.
-void reference_moe(const MoeConfig& cfg, const MoeWeights& w, const float* x, const float* router_logits, int64_t M,
-                   float* out, Routing* routing_out = nullptr);
+void reference_moe(const MoeConfig& cfg, const MoeWeights& w, const float* x, const float* router_logits,
+                   int64_t M, float* out, Routing* routing_out = nullptr);
 
 // Helpers shared with tests: one expert MLP on one token, given dequantised matrices.
 float activation_fn(const MoeConfig& cfg, float gate, float up);

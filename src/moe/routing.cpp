@@ -27,12 +27,14 @@ void route_softmax_topk(const RouterConfig& cfg, const float* logits, int64_t E,
   std::vector<float> p(static_cast<size_t>(E));
   double sum = 0;
   for (int64_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(logits[e]) - mx);
-  for (int64_t e = 0; e < E; ++e) p[static_cast<size_t>(e)] = static_cast<float>(std::exp(static_cast<double>(logits[e]) - mx) / sum);
+  for (int64_t e = 0; e < E; ++e)
+    p[static_cast<size_t>(e)] = static_cast<float>(std::exp(static_cast<double>(logits[e]) - mx) / sum);
   top_k_indices(p.data(), E, cfg.top_k, nullptr, ids);
   double chosen = 0;
   for (int k = 0; k < cfg.top_k; ++k) chosen += p[static_cast<size_t>(ids[k])];
   for (int k = 0; k < cfg.top_k; ++k)
-    w[k] = cfg.renormalize ? static_cast<float>(p[static_cast<size_t>(ids[k])] / chosen) : p[static_cast<size_t>(ids[k])];
+    w[k] = cfg.renormalize ? static_cast<float>(p[static_cast<size_t>(ids[k])] / chosen)
+                           : p[static_cast<size_t>(ids[k])];
 }
 
 void route_topk_softmax(const RouterConfig& cfg, const float* logits, int64_t E, int32_t* ids, float* w) {
@@ -43,8 +45,8 @@ void route_topk_softmax(const RouterConfig& cfg, const float* logits, int64_t E,
   for (int k = 0; k < cfg.top_k; ++k) w[k] = static_cast<float>(std::exp(logits[ids[k]] - mx) / sum);
 }
 
-void route_sigmoid_grouped(const RouterConfig& cfg, const float* logits, int64_t E, const float* bias, int32_t* ids,
-                           float* w) {
+void route_sigmoid_grouped(const RouterConfig& cfg, const float* logits, int64_t E, const float* bias,
+                           int32_t* ids, float* w) {
   std::vector<float> s(static_cast<size_t>(E)), sel(static_cast<size_t>(E));
   for (int64_t e = 0; e < E; ++e) {
     s[static_cast<size_t>(e)] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(logits[e]))));
@@ -80,7 +82,8 @@ void validate_router(const RouterConfig& cfg, int64_t E) {
   require_input(E > 0, "router: the number of experts must be positive");
   require_input(cfg.top_k >= 1 && cfg.top_k <= E, "moe.top_k=", cfg.top_k, " must be in [1, E=", E, "]");
   if (cfg.kind == RouterKind::SigmoidGrouped) {
-    require_input(cfg.n_group >= 1 && E % cfg.n_group == 0, "moe.n_group=", cfg.n_group, " must divide E=", E);
+    require_input(cfg.n_group >= 1 && E % cfg.n_group == 0, "moe.n_group=", cfg.n_group,
+                  " must divide E=", E);
     require_input(cfg.topk_group >= 1 && cfg.topk_group <= cfg.n_group, "moe.topk_group=", cfg.topk_group,
                   " must be in [1, n_group=", cfg.n_group, "]");
     require_input(cfg.top_k <= cfg.topk_group * (E / cfg.n_group), "moe.top_k=", cfg.top_k,
@@ -88,17 +91,23 @@ void validate_router(const RouterConfig& cfg, int64_t E) {
   }
 }
 
-void route(const RouterConfig& cfg, const float* logits, int64_t M, int64_t E, const float* bias, int32_t* ids,
-           float* weights) {
+void route(const RouterConfig& cfg, const float* logits, int64_t M, int64_t E, const float* bias,
+           int32_t* ids, float* weights) {
   validate_router(cfg, E);
   for (int64_t t = 0; t < M; ++t) {
     const float* l = logits + t * E;
     int32_t* i = ids + t * cfg.top_k;
     float* w = weights + t * cfg.top_k;
     switch (cfg.kind) {
-      case RouterKind::SoftmaxTopk: route_softmax_topk(cfg, l, E, i, w); break;
-      case RouterKind::TopkSoftmax: route_topk_softmax(cfg, l, E, i, w); break;
-      case RouterKind::SigmoidGrouped: route_sigmoid_grouped(cfg, l, E, bias, i, w); break;
+      case RouterKind::SoftmaxTopk:
+        route_softmax_topk(cfg, l, E, i, w);
+        break;
+      case RouterKind::TopkSoftmax:
+        route_topk_softmax(cfg, l, E, i, w);
+        break;
+      case RouterKind::SigmoidGrouped:
+        route_sigmoid_grouped(cfg, l, E, bias, i, w);
+        break;
     }
   }
 }

@@ -9,8 +9,8 @@
 namespace moe {
 namespace {
 
-// Entries come from `moe bench` sweeps on real hardware; none is recorded yet, so every lookup falls back to the
-// heuristic tile choice (src/cuda/kernels/expert_gemv.cu: choose_tile) and is counted.
+// Entries come from `moe bench` sweeps on real hardware; none is recorded yet, so every lookup falls back to
+// the heuristic tile choice (src/cuda/kernels/expert_gemv.cu: choose_tile) and is counted.
 const std::map<std::string, TunedConfig>& table() {
   static const std::map<std::string, TunedConfig> t = {};
   return t;
@@ -37,6 +37,8 @@ TunedConfig tuned_config_or_default(const std::string& key) {
   return {};
 }
 
-int64_t tuned_config_fallbacks() { return g_fallbacks.load(); }
+int64_t tuned_config_fallbacks() {
+  return g_fallbacks.load();
+}
 
 }  // namespace moe

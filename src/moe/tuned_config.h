@@ -1,8 +1,8 @@
 #pragma once
 // Tuned kernel configurations, keyed by the layout plan's tuned_config_key (E, per-rank padded inter_dim, H,
-// top_k, format). A lookup that finds nothing falls back to the kernels' built-in heuristics, and says so: once per
-// key in the log, and in a counter that `/metrics` and `moe inspect` report (BACKGROUND.md section 2: 112 of 112
-// lookups silently fell back).
+// top_k, format). A lookup that finds nothing falls back to the kernels' built-in heuristics, and says so:
+// once per key in the log, and in a counter that `/metrics` and `moe inspect` report (BACKGROUND.md section
+// 2: 112 of 112 lookups silently fell back).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -12,9 +12,12 @@ namespace moe {
 
 std::string_view act_quant_name(ActQuant q) {
   switch (q) {
-    case ActQuant::None: return "none";
-    case ActQuant::Fp8_1x128: return "fp8_1x128";
-    case ActQuant::Mxfp4: return "mxfp4";
+    case ActQuant::None:
+      return "none";
+    case ActQuant::Fp8_1x128:
+      return "fp8_1x128";
+    case ActQuant::Mxfp4:
+      return "mxfp4";
   }
   return "?";
 }
@@ -52,7 +55,8 @@ void fake_quantize(ActQuant q, const float* x, int64_t n, float* out) {
         float amax = 0;
         for (int64_t i = g0; i < g1; ++i) amax = std::max(amax, std::fabs(x[i]));
         const float s = std::max(amax, 1e-10f) / 448.0f;
-        for (int64_t i = g0; i < g1; ++i) out[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(std::clamp(x[i] / s, -448.0f, 448.0f))) * s;
+        for (int64_t i = g0; i < g1; ++i)
+          out[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(std::clamp(x[i] / s, -448.0f, 448.0f))) * s;
       }
       return;
     case ActQuant::Mxfp4:

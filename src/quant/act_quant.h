@@ -13,8 +13,8 @@ bool parse_act_quant(std::string_view s, ActQuant* out);
 
 constexpr int64_t kFp8ActGroup = 128;
 
-// Quantises then dequantises one token's n values (groups along n: 128 for fp8, 32 for mxfp4; the last fp8 group
-// may be shorter). ActQuant::None copies (the input is already bf16-valued).
+// Quantises then dequantises one token's n values (groups along n: 128 for fp8, 32 for mxfp4; the last fp8
+// group may be shorter). ActQuant::None copies (the input is already bf16-valued).
 void fake_quantize(ActQuant q, const float* x, int64_t n, float* out);
 
 // fp8 1x128: e4m3 codes and one fp32 scale per group (ceil(n/128) scales).

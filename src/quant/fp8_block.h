@@ -7,7 +7,9 @@ namespace moe {
 
 constexpr int64_t kFp8BlockSize = 128;
 
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Quantises a row-major [rows, cols] fp32 matrix: q [rows, cols] e4m3 codes, scale_inv [ceil(rows/128),
 // ceil(cols/128)]. Each block's scale is amax/448, so its largest magnitude maps to 448.

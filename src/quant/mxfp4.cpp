@@ -7,7 +7,9 @@
 
 namespace moe {
 
-uint8_t mxfp4_scale_code(float amax) { return mx_scale_code(amax); }
+uint8_t mxfp4_scale_code(float amax) {
+  return mx_scale_code(amax);
+}
 
 void quantize_mxfp4(const float* w, int64_t rows, int64_t cols, uint8_t* packed, uint8_t* scales) {
   const int64_t groups = cols / kMxfp4Group;

@@ -43,8 +43,8 @@ TEST(Fp8E4m3, EveryFiniteCodeRoundTrips) {
 }
 
 TEST(Fp8E4m3, TiesRoundToEvenAndNeighboursToNearest) {
-  // For every pair of adjacent positive codes, the midpoint goes to the even code and points just beside it go
-  // to the nearer one.
+  // For every pair of adjacent positive codes, the midpoint goes to the even code and points just beside it
+  // go to the nearer one.
   for (int c = 0; c < 0x7e; ++c) {
     const float lo = fp8e4m3_to_f32(static_cast<uint8_t>(c));
     const float hi = fp8e4m3_to_f32(static_cast<uint8_t>(c + 1));
@@ -96,7 +96,8 @@ TEST(Bf16, RoundsToNearestEven) {
     }
     EXPECT_EQ(f32_to_bf16(v), code);
     if (std::isinf(v) || (code & 0x7fff) == 0x7f7f) continue;
-    const uint32_t tie = (static_cast<uint32_t>(code) << 16) | 0x8000u;  // halfway to the next code up in magnitude
+    const uint32_t tie =
+        (static_cast<uint32_t>(code) << 16) | 0x8000u;  // halfway to the next code up in magnitude
     const uint16_t want = (code & 1) ? static_cast<uint16_t>(code + 1) : code;
     EXPECT_EQ(f32_to_bf16(bits_float(tie)), want) << std::hex << code;
     EXPECT_EQ(f32_to_bf16(bits_float(tie + 1)), static_cast<uint16_t>(code + 1));
@@ -105,7 +106,8 @@ TEST(Bf16, RoundsToNearestEven) {
 }
 
 TEST(E8m0, DecodesEveryCode) {
-  for (int c = 0; c < 255; ++c) EXPECT_EQ(static_cast<double>(e8m0_to_f32(static_cast<uint8_t>(c))), std::ldexp(1.0, c - 127)) << c;
+  for (int c = 0; c < 255; ++c)
+    EXPECT_EQ(static_cast<double>(e8m0_to_f32(static_cast<uint8_t>(c))), std::ldexp(1.0, c - 127)) << c;
   EXPECT_TRUE(std::isnan(e8m0_to_f32(0xff)));
 }
 
@@ -121,9 +123,9 @@ TEST(E2m1, TiesGoToEvenCodeAndValuesSaturate) {
   struct Case {
     float x;
     int code;
-  } cases[] = {{0.25f, 0}, {0.26f, 1}, {0.75f, 2}, {0.74f, 1}, {1.25f, 2}, {1.26f, 3}, {1.75f, 4},
-               {2.5f, 4},  {2.51f, 5}, {3.5f, 6},  {3.49f, 5}, {5.0f, 6},  {5.01f, 7}, {6.0f, 7},
-               {100.f, 7}, {1e-9f, 0}};
+  } cases[] = {{0.25f, 0}, {0.26f, 1}, {0.75f, 2}, {0.74f, 1}, {1.25f, 2}, {1.26f, 3},
+               {1.75f, 4}, {2.5f, 4},  {2.51f, 5}, {3.5f, 6},  {3.49f, 5}, {5.0f, 6},
+               {5.01f, 7}, {6.0f, 7},  {100.f, 7}, {1e-9f, 0}};
   for (auto [x, code] : cases) {
     EXPECT_EQ(f32_to_e2m1(x), code) << x;
     EXPECT_EQ(f32_to_e2m1(-x), code | 8) << -x;

@@ -1,6 +1,7 @@
-// The CUDA fused MoE against the fp32 CPU reference: named model shapes x {bf16, fp8_block} x an M sweep, random
-// data, every workspace and output poisoned with NaN before each call; bitwise determinism over ten runs; batch
-// invariance of the decode path; tensor-parallel shards (FP8 scale blocks straddling ranks) on the GPU.
+// The CUDA fused MoE against the fp32 CPU reference: named model shapes x {bf16, fp8_block} x an M sweep,
+// random data, every workspace and output poisoned with NaN before each call; bitwise determinism over ten
+// runs; batch invariance of the decode path; tensor-parallel shards (FP8 scale blocks straddling ranks) on
+// the GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -79,8 +80,9 @@ std::vector<int64_t> sampled_rows(int64_t M) {
 }
 
 // Runs the GPU op on the first M rows with poisoned workspaces; returns the bf16 output widened.
-std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws, const cuda::DeviceBuffer& x,
-                           const cuda::DeviceBuffer& logits, int M, int H, cudaStream_t stream) {
+std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws,
+                           const cuda::DeviceBuffer& x, const cuda::DeviceBuffer& logits, int M, int H,
+                           cudaStream_t stream) {
   cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
   ws.poison(stream);
   out.poison(stream);
@@ -144,8 +146,8 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
       want.insert(want.end(), ref.begin() + i * H, ref.begin() + (i + 1) * H);
     }
     const Comparison cmp = compare(got.data(), want.data(), static_cast<int64_t>(got.size()));
-    std::printf("[%s %s] M=%-5d %s  (non-finite outputs: %ld)\n", s.name, std::string(format_name(f)).c_str(), M,
-                verdict_line(cmp, tol).c_str(), static_cast<long>(non_finite));
+    std::printf("[%s %s] M=%-5d %s  (non-finite outputs: %ld)\n", s.name, std::string(format_name(f)).c_str(),
+                M, verdict_line(cmp, tol).c_str(), static_cast<long>(non_finite));
     EXPECT_EQ(non_finite, 0) << "M=" << M;
     EXPECT_TRUE(cmp.passed(tol)) << "M=" << M << " " << verdict_line(cmp, tol);
   }
@@ -155,7 +157,8 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
     const std::vector<float> first = run_gpu(layer, ws, x, logits, M, H, stream);
     for (int rep = 0; rep < 9; ++rep) {
       const std::vector<float> again = run_gpu(layer, ws, x, logits, M, H, stream);
-      ASSERT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * 4)) << "run " << rep + 1 << " at M=" << M;
+      ASSERT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * 4))
+          << "run " << rep + 1 << " at M=" << M;
     }
   }
   // Batch invariance of the decode path: token 0 alone and inside batches of 8 and 64.
@@ -180,9 +183,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FusedMoeGpu,
                            return n + "_" + std::string(format_name(std::get<1>(param_info.param)));
                          });
 
-// Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale blocks
-// straddle ranks) and 16, summed as an all-reduce would, against the unsharded CPU reference. FP8 activation groups
-// that cross a rank boundary are quantised per rank, so fp8 is compared within that quantisation noise.
+// Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale
+// blocks straddle ranks) and 16, summed as an all-reduce would, against the unsharded CPU reference. FP8
+// activation groups that cross a rank boundary are quantised per rank, so fp8 is compared within that
+// quantisation noise.
 TEST(FusedMoeGpuTp, ShardsSumToUnsharded) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block, WeightFormat::Mxfp4}) {
@@ -204,10 +208,12 @@ TEST(FusedMoeGpuTp, ShardsSumToUnsharded) {
       std::vector<float> out(static_cast<size_t>(c.M * c.weights.hidden));
       std::fill(out.begin(), out.end(), std::nanf(""));
       run_tensor_parallel(c, tp, *backend, true, out.data());
-      const Comparison cmp = compare(out.data(), c.expected_out.as<float>(), static_cast<int64_t>(out.size()));
+      const Comparison cmp =
+          compare(out.data(), c.expected_out.as<float>(), static_cast<int64_t>(out.size()));
       const double tol = f == WeightFormat::Fp8Block && tp > 1 ? 3e-2 : default_tolerance(c.config);
       std::printf("[tp %s] I=%ld TP=%-2d (per rank %ld) %s\n", std::string(format_name(f)).c_str(),
-                  static_cast<long>(spec.I), tp, static_cast<long>(spec.I / tp), verdict_line(cmp, tol).c_str());
+                  static_cast<long>(spec.I), tp, static_cast<long>(spec.I / tp),
+                  verdict_line(cmp, tol).c_str());
       EXPECT_TRUE(cmp.passed(tol)) << format_name(f) << " TP=" << tp;
     }
   }

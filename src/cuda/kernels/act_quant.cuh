@@ -1,7 +1,7 @@
 #pragma once
-// Per-token dynamic activation quantisation, exactly as FORMATS.md section 3 (and the CPU reference) define it.
-// A warp quantises one group of a row in place (values are replaced by their dequantised form); groups are
-// handed out to warps by the callers, so every warp of a block works in parallel.
+// Per-token dynamic activation quantisation, exactly as FORMATS.md section 3 (and the CPU reference) define
+// it. A warp quantises one group of a row in place (values are replaced by their dequantised form); groups
+// are handed out to warps by the callers, so every warp of a block works in parallel.
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
@@ -11,7 +11,8 @@
 namespace moe::cuda {
 
 // Group g of a row of n values: fp8 groups are 128 long and start `phase` into the checkpoint's grid (so the
-// first is 128 - phase long when phase > 0); mxfp4 groups are 32 long; `none` uses 128-long spans (plain copies).
+// first is 128 - phase long when phase > 0); mxfp4 groups are 32 long; `none` uses 128-long spans (plain
+// copies).
 struct GroupGrid {
   int n, first, len;
   __device__ __forceinline__ GroupGrid(AQuant q, int n_, int phase) : n(n_) {
@@ -46,7 +47,8 @@ __device__ __forceinline__ void warp_quantize_group(AQuant q, float* row, int g0
 }
 
 // Widens bf16 src[g0, g1) into dst and quantises it (one warp).
-__device__ __forceinline__ void warp_load_quantize_group(AQuant q, const uint16_t* src, float* dst, int g0, int g1) {
+__device__ __forceinline__ void warp_load_quantize_group(AQuant q, const uint16_t* src, float* dst, int g0,
+                                                         int g1) {
   const int lane = threadIdx.x % 32;
   for (int i = g0 + lane; i < g1; i += 32) dst[i] = bf16_to_f32(src[i]);
   __syncwarp();

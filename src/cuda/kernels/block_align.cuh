@@ -1,8 +1,8 @@
 #pragma once
-// Groups (token, slot) pairs by expert inside one block of kAlignThreads threads: counts, offsets, the pairs of
-// each expert and the list of active experts. Counters start from zero inside the kernel. Positions inside an
-// expert come from integer atomics: the order can vary, but each pair's result never depends on its position, so
-// outputs are bitwise stable.
+// Groups (token, slot) pairs by expert inside one block of kAlignThreads threads: counts, offsets, the pairs
+// of each expert and the list of active experts. Counters start from zero inside the kernel. Positions inside
+// an expert come from integer atomics: the order can vary, but each pair's result never depends on its
+// position, so outputs are bitwise stable.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/launchers.h"

@@ -1,6 +1,7 @@
 // The weighted combine: out[t] = sum over slots, in slot order, of weight * y[pair] (+ gate * shared expert),
-// rounded to bf16 once. A fixed order and no atomics: the same bits on every run. Each thread owns four columns
-// and issues the loads of several slots before summing, so one token's combine is not a chain of latencies.
+// rounded to bf16 once. A fixed order and no atomics: the same bits on every run. Each thread owns four
+// columns and issues the loads of several slots before summing, so one token's combine is not a chain of
+// latencies.
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
@@ -40,7 +41,8 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a)
 #pragma unroll
     for (int i = 0; i < kSlotsInFlight; ++i) {
       const int k = k0 + i;
-      v[i] = (k < K && ids[k] >= 0) ? y[(static_cast<size_t>(t) * K + k) * H4 + h4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      v[i] = (k < K && ids[k] >= 0) ? y[(static_cast<size_t>(t) * K + k) * H4 + h4]
+                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
 #pragma unroll
     for (int i = 0; i < kSlotsInFlight; ++i) {
@@ -48,7 +50,9 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a)
       if (k < K && ids[k] >= 0) fma4(acc, w[k], v[i]);
     }
   }
-  if (a.y_shared) fma4(acc, a.shared_gate[t], reinterpret_cast<const float4*>(a.y_shared)[static_cast<size_t>(t) * H4 + h4]);
+  if (a.y_shared)
+    fma4(acc, a.shared_gate[t],
+         reinterpret_cast<const float4*>(a.y_shared)[static_cast<size_t>(t) * H4 + h4]);
   const uint32_t lo = f32_to_bf16(acc.x) | (static_cast<uint32_t>(f32_to_bf16(acc.y)) << 16);
   const uint32_t hi = f32_to_bf16(acc.z) | (static_cast<uint32_t>(f32_to_bf16(acc.w)) << 16);
   reinterpret_cast<uint2*>(a.out)[static_cast<size_t>(t) * H4 + h4] = make_uint2(lo, hi);

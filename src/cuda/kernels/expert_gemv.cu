@@ -1,15 +1,16 @@
-// Stage 1 (x · W13ᵀ, SiLU(gate) * up, bf16 h) and stage 2 (h · W2ᵀ) of the fused MoE for small token counts per
-// expert: a grouped GEMV on CUDA cores that streams each touched expert's weights once per pass of up to kTokens
-// tokens. One block = one active expert x one tile of weight rows; lanes of a row group split K, each lane keeps
-// fp32 partial sums in a fixed order (deterministic, batch invariant), then a shuffle tree reduces them.
+// Stage 1 (x · W13ᵀ, SiLU(gate) * up, bf16 h) and stage 2 (h · W2ᵀ) of the fused MoE for small token counts
+// per expert: a grouped GEMV on CUDA cores that streams each touched expert's weights once per pass of up to
+// kTokens tokens. One block = one active expert x one tile of weight rows; lanes of a row group split K, each
+// lane keeps fp32 partial sums in a fixed order (deterministic, batch invariant), then a shuffle tree reduces
+// them.
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
+#include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/cuda_check.h"
 #include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
@@ -83,10 +84,12 @@ __device__ __forceinline__ RowRef<F, STAGE> row_ref(const ExpertWeightsDev& w, i
     ref.w = w.w13 + (static_cast<size_t>(e) * 2 * P + srow) * row_bytes;
     if (F == WFormat::Fp8Block) {
       const int hb = (H + 127) / 128;
-      ref.scale = static_cast<const float*>(w.w13_scale) +
-                  (static_cast<size_t>(e) * 2 * w.scale_blocks + half * w.scale_blocks + (n + w.phase) / 128) * hb;
+      ref.scale =
+          static_cast<const float*>(w.w13_scale) +
+          (static_cast<size_t>(e) * 2 * w.scale_blocks + half * w.scale_blocks + (n + w.phase) / 128) * hb;
     } else if (F == WFormat::Mxfp4) {
-      ref.scale = static_cast<const uint8_t*>(w.w13_scale) + (static_cast<size_t>(e) * 2 * P + srow) * (H / 32);
+      ref.scale =
+          static_cast<const uint8_t*>(w.w13_scale) + (static_cast<size_t>(e) * 2 * P + srow) * (H / 32);
     }
   } else {
     const int h = tile_row0 + r;
@@ -112,8 +115,9 @@ __device__ __forceinline__ float chunk_scale(const void* scale, int k0, int k_ph
   return 1.0f;
 }
 
-// Loads the pass's token rows into shared memory as floats, quantised as the kernels' inputs are: stage 1 copies
-// the prologue's quantised x; stage 2 widens h and quantises it, every warp taking (token, group) pairs.
+// Loads the pass's token rows into shared memory as floats, quantised as the kernels' inputs are: stage 1
+// copies the prologue's quantised x; stage 2 widens h and quantises it, every warp taking (token, group)
+// pairs.
 template <int STAGE>
 __device__ void load_activations(const GemvArgs& a, float* act, int K, int pair0, int nt) {
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -140,7 +144,8 @@ __device__ void load_activations(const GemvArgs& a, float* act, int K, int pair0
       continue;
     }
     const int pair = a.g.sorted_pairs[pair0 + t];
-    warp_load_quantize_group(a.act.quant, a.h + static_cast<size_t>(pair) * K, row, grid.begin(g), grid.end(g));
+    warp_load_quantize_group(a.act.quant, a.h + static_cast<size_t>(pair) * K, row, grid.begin(g),
+                             grid.end(g));
   }
   __syncthreads();
 }
@@ -153,14 +158,15 @@ struct Chunk {
 };
 
 template <WFormat F, int STAGE>
-__device__ __forceinline__ void load_chunk(Chunk<F, STAGE>& c, const RowRef<F, STAGE>* rows, int j, int chunks,
-                                           int k_phase) {
+__device__ __forceinline__ void load_chunk(Chunk<F, STAGE>& c, const RowRef<F, STAGE>* rows, int j,
+                                           int chunks, int k_phase) {
   using Tr = WeightTraits<F>;
   const int k0 = j * Tr::kElems;
 #pragma unroll
   for (int r = 0; r < Tr::kRows; ++r) {
     const bool ok = rows[r].valid && j < chunks;
-    c.raw[r] = ok ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2) : make_uint4(0, 0, 0, 0);
+    c.raw[r] = ok ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
+                  : make_uint4(0, 0, 0, 0);
     c.scale[r] = ok ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
   }
 }
@@ -188,8 +194,8 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
   const int chunks = K / E;
 
   extern __shared__ float smem[];
-  float* act = smem;                   // [kTokens][K]
-  float* res = smem + kTokens * K;     // [kTokens][tile.rows]
+  float* act = smem;                // [kTokens][K]
+  float* res = smem + kTokens * K;  // [kTokens][tile.rows]
 
   RowRef<F, STAGE> rows[R];
 #pragma unroll
@@ -288,24 +294,36 @@ void launch_stage(const GemvArgs& a, cudaStream_t stream) {
                                : choose_tile<F, STAGE>(K, a.max_groups, out_rows);
   const int per_block = STAGE == 1 ? tile.rows / 2 : tile.rows;
   const dim3 grid(a.max_groups, (out_rows + per_block - 1) / per_block);
-  const size_t smem = sizeof(float) * (static_cast<size_t>(kTokens) * K + static_cast<size_t>(kTokens) * tile.rows);
+  const size_t smem =
+      sizeof(float) * (static_cast<size_t>(kTokens) * K + static_cast<size_t>(kTokens) * tile.rows);
   auto kernel = expert_gemv_kernel<F, STAGE>;
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  MOE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, a, tile);
 }
 
 template <int STAGE>
 void dispatch(const GemvArgs& a, cudaStream_t stream) {
   switch (a.w.format) {
-    case WFormat::Bf16: launch_stage<WFormat::Bf16, STAGE>(a, stream); break;
-    case WFormat::Fp8Block: launch_stage<WFormat::Fp8Block, STAGE>(a, stream); break;
-    case WFormat::Mxfp4: launch_stage<WFormat::Mxfp4, STAGE>(a, stream); break;
+    case WFormat::Bf16:
+      launch_stage<WFormat::Bf16, STAGE>(a, stream);
+      break;
+    case WFormat::Fp8Block:
+      launch_stage<WFormat::Fp8Block, STAGE>(a, stream);
+      break;
+    case WFormat::Mxfp4:
+      launch_stage<WFormat::Mxfp4, STAGE>(a, stream);
+      break;
   }
 }
 
 }  // namespace
 
-void launch_stage1(const GemvArgs& a, cudaStream_t stream) { dispatch<1>(a, stream); }
-void launch_stage2(const GemvArgs& a, cudaStream_t stream) { dispatch<2>(a, stream); }
+void launch_stage1(const GemvArgs& a, cudaStream_t stream) {
+  dispatch<1>(a, stream);
+}
+void launch_stage2(const GemvArgs& a, cudaStream_t stream) {
+  dispatch<2>(a, stream);
+}
 
 }  // namespace moe::cuda

@@ -16,14 +16,14 @@ struct RouteArgs {
   AQuant quant;         // stage 1's activation quantisation
   float* xq;            // [M, H] out: x quantised (dequantised values), what stage 1 multiplies
   // Shared expert (all null when the layer has none).
-  const uint16_t* x;                 // [M, H] bf16
+  const uint16_t* x;  // [M, H] bf16
   int hidden;
-  const float* shared_gate_weight;   // [H] or null (gate = 1)
-  float* shared_gate_out;            // [M]
-  int* shared_pairs;                 // [M]
-  int* shared_offsets;               // [2]
-  int* shared_active;                // [1]
-  int* shared_num_active;            // [1]
+  const float* shared_gate_weight;  // [H] or null (gate = 1)
+  float* shared_gate_out;           // [M]
+  int* shared_pairs;                // [M]
+  int* shared_offsets;              // [2]
+  int* shared_active;               // [1]
+  int* shared_num_active;           // [1]
 };
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream);
 
@@ -46,10 +46,10 @@ struct GemvArgs {
   ExpertWeightsDev w;
   GroupingDev g;
   ActivationParams act;
-  const float* xq;    // stage 1 input [tokens, H], already quantised
-  uint16_t* h;        // stage 1 output, stage 2 input [pairs, P] bf16
-  float* y;           // stage 2 output [pairs, H] fp32
-  int max_groups;     // grid bound on active experts
+  const float* xq;                                         // stage 1 input [tokens, H], already quantised
+  uint16_t* h;                                             // stage 1 output, stage 2 input [pairs, P] bf16
+  float* y;                                                // stage 2 output [pairs, H] fp32
+  int max_groups;                                          // grid bound on active experts
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
@@ -62,7 +62,7 @@ struct CombineArgs {
   const float* y_shared;      // [M, H] or null
   const float* shared_gate;   // [M]
   int top_k, hidden;
-  uint16_t* out;              // [M, H] bf16
+  uint16_t* out;  // [M, H] bf16
 };
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
 

@@ -1,7 +1,7 @@
 #pragma once
-// Programmatic dependent launch (Hopper): a kernel may start while its predecessor in the stream finishes, do work
-// that needs nothing from it (read its constant weights, set up), then wait. `pdl_wait()` must come before the
-// first read of anything the predecessor writes; `pdl_trigger()` lets the successor launch early.
+// Programmatic dependent launch (Hopper): a kernel may start while its predecessor in the stream finishes, do
+// work that needs nothing from it (read its constant weights, set up), then wait. `pdl_wait()` must come
+// before the first read of anything the predecessor writes; `pdl_trigger()` lets the successor launch early.
 #include <cuda_runtime.h>
 
 namespace moe::cuda {

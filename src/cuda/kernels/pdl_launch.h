@@ -1,6 +1,6 @@
 #pragma once
-// Host side of programmatic dependent launch: launches a kernel that may overlap the tail of the previous one in
-// the stream (the kernel itself calls pdl_wait() before touching its predecessor's outputs).
+// Host side of programmatic dependent launch: launches a kernel that may overlap the tail of the previous one
+// in the stream (the kernel itself calls pdl_wait() before touching its predecessor's outputs).
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"

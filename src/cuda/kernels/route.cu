@@ -1,7 +1,7 @@
 // The call's prologue: routing (a warp per token), the shared expert's gate, and each token's activations
-// quantised once for stage 1 (xq, dequantised fp32 values). For small M one block also groups the pairs by expert,
-// so the whole prologue is a single launch; for large M routing spreads over many blocks and a separate
-// single-block kernel groups.
+// quantised once for stage 1 (xq, dequantised fp32 values). For small M one block also groups the pairs by
+// expert, so the whole prologue is a single launch; for large M routing spreads over many blocks and a
+// separate single-block kernel groups.
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -42,7 +42,8 @@ __device__ void write_shared_grouping(const RouteArgs& a, int M) {
   a.shared_num_active[0] = 1;
 }
 
-__device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g, const GroupGrid& grid) {
+__device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g,
+                                                          const GroupGrid& grid) {
   const size_t row = static_cast<size_t>(t) * a.hidden;
   warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
 }
@@ -54,8 +55,8 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
   const int t = blockIdx.x * kRouteWarps + warp;
   if (t >= M) return;
   const int K = a.router.top_k, E = a.router.num_experts;
-  warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E, a.topk_ids + static_cast<size_t>(t) * K,
-                       a.topk_weights + static_cast<size_t>(t) * K);
+  warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E,
+                       a.topk_ids + static_cast<size_t>(t) * K, a.topk_weights + static_cast<size_t>(t) * K);
   const GroupGrid grid(a.quant, a.hidden, 0);
   for (int g = 0; g < grid.count(); ++g) warp_quantize_token_group(a, t, g, grid);
   if (a.shared_gate_out) {
@@ -74,7 +75,8 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
   const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
   for (int t = warp; t < M; t += warps) {
-    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E, a.topk_ids + static_cast<size_t>(t) * K,
+    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E,
+                         a.topk_ids + static_cast<size_t>(t) * K,
                          a.topk_weights + static_cast<size_t>(t) * K);
     __syncwarp();
     if (lane < K) ids[t * K + lane] = a.topk_ids[static_cast<size_t>(t) * K + lane];
@@ -91,20 +93,27 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
 
 }  // namespace
 
-bool prologue_fits_one_block(int M, int top_k) { return M * top_k <= kSmallMaxPairs && M <= 64; }
+bool prologue_fits_one_block(int M, int top_k) {
+  return M * top_k <= kSmallMaxPairs && M <= 64;
+}
 
 // Experts per lane of the warp router: the smallest instantiation that holds E.
 template <typename Launch>
 void with_per_lane(int E, Launch&& launch) {
-  if (E <= 128) launch(std::integral_constant<int, 4>{});
-  else if (E <= 256) launch(std::integral_constant<int, 8>{});
-  else if (E <= 512) launch(std::integral_constant<int, 16>{});
-  else launch(std::integral_constant<int, 32>{});
+  if (E <= 128)
+    launch(std::integral_constant<int, 4>{});
+  else if (E <= 256)
+    launch(std::integral_constant<int, 8>{});
+  else if (E <= 512)
+    launch(std::integral_constant<int, 16>{});
+  else
+    launch(std::integral_constant<int, 32>{});
 }
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    route_kernel<decltype(per_lane)::value><<<(M + kRouteWarps - 1) / kRouteWarps, kRouteWarps * 32, 0, stream>>>(a, M);
+    route_kernel<decltype(per_lane)::value>
+        <<<(M + kRouteWarps - 1) / kRouteWarps, kRouteWarps * 32, 0, stream>>>(a, M);
   });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// One token's routing computed by one warp (FORMATS.md section 4): the E logits live in registers, 32 per lane
-// at most (E <= 1024), lane l holding experts l, l + 32, ... Reductions are fixed shuffle trees, so the result is
-// deterministic; ties go to the lower expert id.
+// One token's routing computed by one warp (FORMATS.md section 4): the E logits live in registers, 32 per
+// lane at most (E <= 1024), lane l holding experts l, l + 32, ... Reductions are fixed shuffle trees, so the
+// result is deterministic; ties go to the lower expert id.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -12,7 +12,8 @@ namespace moe::cuda {
 // Writes ids[0..K) (descending selection score) and weights[0..K). kMaxExpertsPerLane * 32 >= E: instantiated
 // for 4, 8, 16 and 32 so small expert counts keep everything in registers.
 template <int kMaxExpertsPerLane>
-__device__ __forceinline__ void warp_route(const RouterParams& rp, const float* logits, int* ids, float* weights) {
+__device__ __forceinline__ void warp_route(const RouterParams& rp, const float* logits, int* ids,
+                                           float* weights) {
   const int lane = threadIdx.x % 32, E = rp.num_experts, K = rp.top_k;
   float prob[kMaxExpertsPerLane], sel[kMaxExpertsPerLane];
 #pragma unroll
@@ -75,7 +76,8 @@ __device__ __forceinline__ void warp_route(const RouterParams& rp, const float* 
     }
     unsigned keep = 0;
     for (int k = 0; k < rp.topk_group; ++k) {
-      const ArgMax best = warp_argmax(ArgMax{my_group, lane < rp.n_group && my_group != -INFINITY ? lane : -1});
+      const ArgMax best =
+          warp_argmax(ArgMax{my_group, lane < rp.n_group && my_group != -INFINITY ? lane : -1});
       if (best.i >= 0) keep |= 1u << best.i;
       if (lane == best.i) my_group = -INFINITY;
     }

@@ -16,7 +16,7 @@ struct WeightTraits;
 template <>
 struct WeightTraits<WFormat::Bf16> {
   static constexpr int kElems = 8;
-  static constexpr int kRows = 4;  // rows a lane group works on at once
+  static constexpr int kRows = 4;         // rows a lane group works on at once
   static constexpr int kElemBytesX2 = 4;  // 2 * bytes per element
 };
 template <>
@@ -60,8 +60,10 @@ __device__ __forceinline__ void decode16<WFormat::Fp8Block>(const uint4& raw, fl
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     // e4m3 values are exact in fp16, so fp8 -> half2 -> float2 loses nothing.
-    const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] & 0xffffu), __NV_E4M3);
-    const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] >> 16), __NV_E4M3);
+    const __half2_raw lo =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] & 0xffffu), __NV_E4M3);
+    const __half2_raw hi =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] >> 16), __NV_E4M3);
     const float2 a = __half22float2(__half2(lo));
     const float2 b = __half22float2(__half2(hi));
     out[4 * i] = a.x;
