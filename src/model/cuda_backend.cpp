@@ -40,10 +40,6 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
-  // MOE_CUDA_FP8_GEMM=bf16: fp8 linears of many rows through the bf16 GEMM (faster, rounds inputs and
-  // weights).
-  const char* fp8_gemm = std::getenv("MOE_CUDA_FP8_GEMM");
-  fp8_gemm_f32_ = !(fp8_gemm && std::string(fp8_gemm) == "bf16");
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   int dev = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev));
@@ -230,9 +226,8 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
     fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, x_f32, M, y, stream_);
     return;
   }
-  if (fp8_gemm_f32_) {
-    // fp32 throughout, like the reference: fp8 dynamic quantisation turns any rounding of its input (bf16
-    // activations, bf16 weights) into whole fp8 steps downstream.
+  if (L.f32.bytes()) {
+    // fp32 throughout, like the reference (opt-in: MOE_CUDA_FP8_GEMM=fp32, see device_model.cpp).
     prepare_activation(x_f32, M, L.cols, true, nullptr, act_f32_.as<float>(), stream_);
     gemm_.f32(act_f32_.as<float>(), M, L.cols, L.f32.as<float>(), L.rows, y, stream_);
     return;

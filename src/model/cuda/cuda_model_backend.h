@@ -64,8 +64,7 @@ class CudaModelBackend : public ModelBackend {
   KvCacheDev kv_{};
   cuda::DeviceBuffer kv_data_;
   int sms_ = 132;
-  bool fp8_gemm_f32_ = true;  // fp8 linears of many rows: fp32 GEMM (MOE_CUDA_FP8_GEMM=bf16: bf16)
-  bool gemv_ = true;          // fp8 decode GEMV on (MOE_CUDA_NO_GEMV=1 turns it off)
+  bool gemv_ = true;  // fp8 decode GEMV on (MOE_CUDA_NO_GEMV=1 turns it off)
 
   // Step buffers, sized for cap_rows_ token rows and cap_logit_rows_ logit rows; growing them drops the
   // graphs.

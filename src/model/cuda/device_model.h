@@ -20,7 +20,7 @@ struct DeviceLinear {
   int rows = 0, cols = 0;
   bool fp8 = false;
   cuda::DeviceBuffer bf16;       // [rows, cols]
-  cuda::DeviceBuffer f32;        // fp8 only: [rows, cols] dequantised in fp32 (the exact prefill path)
+  cuda::DeviceBuffer f32;        // fp8 with MOE_CUDA_FP8_GEMM=fp32 only: dequantised fp32
   cuda::DeviceBuffer fp8_codes;  // [rows, cols] e4m3
   cuda::DeviceBuffer fp8_scale;  // [ceil(rows / scale_row_div), ceil(cols / 128)] fp32
   int scale_row_div = 128;       // 1 when fused parts do not start on a 128-row block (scales then per row)
