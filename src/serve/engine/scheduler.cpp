@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "moe/tuned_config.h"
 
 namespace moe::serve {
 
@@ -101,6 +102,7 @@ EngineStats ServingEngine::stats() const {
   std::lock_guard lock(mu_);
   EngineStats s = published_;
   s.waiting += static_cast<int64_t>(inbox_.size());
+  s.tuned_config_fallbacks = tuned_config_fallbacks();  // MoE layers that run on default kernel heuristics
   return s;
 }
 
