@@ -330,6 +330,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   g.h = ws.h.as<uint16_t>();
   g.y = ws.y.as<float>();
   g.max_groups = std::min(E, M * K);
+  g.min_groups = std::min(E, K);
   g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
   g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
   run_expert_stages(g, ws, false, x, M, path, stream);
@@ -342,6 +343,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.h = ws.shared_h.as<uint16_t>();
     s.y = ws.shared_y.as<float>();
     s.max_groups = 1;
+    s.min_groups = 1;
     s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
     run_expert_stages(s, ws, true, x, M, path, stream);
   }

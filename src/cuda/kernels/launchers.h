@@ -50,6 +50,7 @@ struct GemvArgs {
   uint16_t* h;                                             // stage 1 output, stage 2 input [pairs, P] bf16
   float* y;                                                // stage 2 output [pairs, H] fp32
   int max_groups;                                          // grid bound on active experts
+  int min_groups;  // experts one token touches (top_k): what the tile choice is made for
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
