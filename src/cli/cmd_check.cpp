@@ -24,8 +24,11 @@ void report_routing(const MoeCase& c) {
   int64_t differ = 0;
   for (int64_t t = 0; t < c.M; ++t) {
     std::set<int32_t> a(r.ids.begin() + t * K, r.ids.begin() + (t + 1) * K);
-    std::set<int32_t> b(c.expected_topk_ids->as<int32_t>() + t * K,
-                        c.expected_topk_ids->as<int32_t>() + (t + 1) * K);
+    std::set<int32_t> b;
+    for (int64_t i = t * K; i < (t + 1) * K; ++i)
+      b.insert(c.expected_topk_ids->dtype == DType::I64
+                   ? static_cast<int32_t>(c.expected_topk_ids->as<int64_t>()[i])
+                   : c.expected_topk_ids->as<int32_t>()[i]);
     differ += a != b;
   }
   if (differ)

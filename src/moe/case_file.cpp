@@ -229,7 +229,8 @@ MoeCase build_case(const std::map<std::string, std::string>& metadata, const Ten
   validate_router(cfg.router, E);
   const int K = cfg.router.top_k;
   if (src.get("expected.topk_ids"))
-    c.expected_topk_ids = expect_tensor(src, "expected.topk_ids", {DType::I32}, {M, K});
+    // Diagnostic only; I64 is what numpy/torch writers produce by default, so it is read too.
+    c.expected_topk_ids = expect_tensor(src, "expected.topk_ids", {DType::I32, DType::I64}, {M, K});
   if (src.get("expected.topk_weights"))
     c.expected_topk_weights = expect_tensor(src, "expected.topk_weights", {DType::F32}, {M, K});
   if (cfg.act_quant == ActQuant::Mxfp4)
