@@ -56,8 +56,7 @@ struct Row {
 }  // namespace
 
 int run_moe_bench(const BenchOptions& o) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) fail_input("moe bench: no CUDA device");
+  require_input(device_count() > 0, "moe bench: no CUDA device");
   cudaDeviceProp prop{};
   MOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::fprintf(stderr, "moe bench: %s, %d SMs, L2 %d MB; measuring read bandwidth...\n", prop.name,

@@ -16,11 +16,7 @@ namespace {
 class CudaBackend : public MoeBackend {
  public:
   CudaBackend() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-      cudaGetLastError();
-      fail_input("cuda backend: no CUDA device is visible on this machine");
-    }
+    require_input(cuda::device_count() > 0, "cuda backend: no CUDA device is visible on this machine");
   }
   std::string name() const override { return "cuda"; }
 

@@ -12,5 +12,18 @@
                   ") in ", #expr, " at ", __FILE__, ":", __LINE__);                                        \
   } while (0)
 
+namespace moe::cuda {
+// Visible CUDA devices; 0 when there is no driver or device (the error that probing leaves is cleared, so it
+// cannot surface at a later, unrelated check).
+inline int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+}  // namespace moe::cuda
+
 // After a kernel launch: the launch itself may have failed (bad configuration, too much shared memory).
 #define MOE_CUDA_CHECK_LAUNCH() MOE_CUDA_CHECK(cudaGetLastError())

@@ -388,14 +388,7 @@ void CudaModelBackend::fill_kv_random(uint64_t seed) {
 
 }  // namespace gpu
 
-bool cuda_model_backend_available() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    cudaGetLastError();
-    return false;
-  }
-  return true;
-}
+bool cuda_model_backend_available() { return cuda::device_count() > 0; }
 
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,
                                                       const BackendOptions& opts,

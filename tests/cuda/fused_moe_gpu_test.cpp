@@ -24,10 +24,7 @@ namespace moe {
 namespace {
 
 bool have_gpu() {
-  int n = 0;
-  const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-  cudaGetLastError();
-  return ok;
+  return cuda::device_count() > 0;
 }
 
 struct NamedShape {

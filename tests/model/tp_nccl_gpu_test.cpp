@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/codecs.h"
+#include "cuda/cuda_check.h"
 #include "dist/launch.h"
 #include "dist/nccl_communicator.h"
 
@@ -25,8 +26,8 @@ float value(int rank, int64_t i) {
 }
 
 TEST(nccl_communicator, AllReduceEagerAndInGraph) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+  const int devices = cuda::device_count();
+  if (devices == 0) GTEST_SKIP() << "no CUDA device";
   std::vector<int> ids;
   for (int d = 0; d < devices; ++d) ids.push_back(d);
   const auto comms = make_nccl_communicators(ids);
