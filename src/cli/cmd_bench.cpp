@@ -23,8 +23,8 @@ std::vector<std::string> split(const std::string& s) {
 
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv,
-         {"shapes", "formats", "M", "copies", "json", "peak-bf16", "peak-fp8", "model", "random-shape",
-          "format", "layers", "batches", "context", "prefill", "reps"},
+         {"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8", "model",
+          "random-shape", "format", "layers", "batches", "context", "prefill", "reps"},
          {});
   // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
   if (a.has("model") || a.has("random-shape")) {
@@ -45,6 +45,7 @@ int cmd_bench(int argc, char** argv) {
   cuda::BenchOptions o;
   o.shapes = split(a.str("shapes", "qwen3-30b-a3b"));
   o.formats = split(a.str("formats", "fp8_block,bf16"));
+  o.paths = split(a.str("paths", "auto"));
   for (const std::string& m : split(a.str("M", "1,2,4,8,16,32,64,128,256,1024,4096"))) {
     char* end = nullptr;
     const long v = std::strtol(m.c_str(), &end, 10);

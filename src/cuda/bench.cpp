@@ -45,8 +45,16 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+GemmPath parse_path(const std::string& p) {
+  if (p == "auto") return GemmPath::Auto;
+  if (p == "gemv") return GemmPath::Gemv;
+  if (p == "stream") return GemmPath::Stream;
+  if (p == "mma") return GemmPath::Mma;
+  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma)");
+}
+
 struct Row {
-  std::string shape, format;
+  std::string shape, format, path;
   int M;
   double us, floor_us, gbps, tflops;
   int unique_experts;
@@ -63,8 +71,8 @@ int run_moe_bench(const BenchOptions& o) {
                prop.multiProcessorCount, prop.l2CacheSize >> 20);
   const double read_bw = measure_read_bandwidth();  // bytes / s
   std::printf("# device %s; measured read bandwidth %.0f GB/s\n", prop.name, read_bw / 1e9);
-  std::printf("%-22s %-9s %5s %10s %10s %7s %8s %8s %7s\n", "shape", "format", "M", "time_us", "floor_us",
-              "ratio", "GB/s", "TFLOP/s", "experts");
+  std::printf("%-22s %-9s %5s %10s %10s %7s %8s %8s %7s %s\n", "shape", "format", "M", "time_us", "floor_us",
+              "ratio", "GB/s", "TFLOP/s", "experts", "path");
   std::vector<Row> rows;
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -106,62 +114,66 @@ int run_moe_bench(const BenchOptions& o) {
       fill_random(logits.get(), logits.bytes(), RandomKind::Fp32Logit, 8);
       MOE_CUDA_CHECK(cudaDeviceSynchronize());
 
-      for (int M : o.Ms) {
-        // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
-        fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
-        MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
-        MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
-        const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
+      for (const std::string& path_name : o.paths)
+        for (int M : o.Ms) {
+          const GemmPath path = parse_path(path_name);
+          // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
+          fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream, path);
+          MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+          std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
+          MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
+          const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
 
-        const int calls = M <= 256 ? 2 * copies : copies;
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < calls; ++i)
-          fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
-                    out.as<uint16_t>(), stream);
-        MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-        MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        cudaEvent_t e0, e1;
-        MOE_CUDA_CHECK(cudaEventCreate(&e0));
-        MOE_CUDA_CHECK(cudaEventCreate(&e1));
-        MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-        std::vector<double> per_call;
-        const int reps = M <= 256 ? 30 : 5;
-        for (int r = 0; r < reps; ++r) {
-          MOE_CUDA_CHECK(cudaEventRecord(e0, stream));
+          const int calls = M <= 256 ? 2 * copies : copies;
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < calls; ++i)
+            fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
+                      out.as<uint16_t>(), stream, path);
+          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          cudaEvent_t e0, e1;
+          MOE_CUDA_CHECK(cudaEventCreate(&e0));
+          MOE_CUDA_CHECK(cudaEventCreate(&e1));
           MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-          MOE_CUDA_CHECK(cudaEventRecord(e1, stream));
-          MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-          float ms = 0;
-          MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          per_call.push_back(ms * 1e3 / calls);
-        }
-        MOE_CUDA_CHECK(cudaGetLastError());
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
+          std::vector<double> per_call;
+          const int reps = M <= 256 ? 30 : 5;
+          for (int r = 0; r < reps; ++r) {
+            MOE_CUDA_CHECK(cudaEventRecord(e0, stream));
+            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+            MOE_CUDA_CHECK(cudaEventRecord(e1, stream));
+            MOE_CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            per_call.push_back(ms * 1e3 / calls);
+          }
+          MOE_CUDA_CHECK(cudaGetLastError());
+          cudaEventDestroy(e0);
+          cudaEventDestroy(e1);
+          cudaGraphExecDestroy(exec);
+          cudaGraphDestroy(graph);
 
-        Row row;
-        row.shape = s.name;
-        row.format = fmt;
-        row.M = M;
-        row.us = median(per_call);
-        row.unique_experts = unique;
-        row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
-        const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
-                             (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
-        const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
-        row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
-        row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
-        row.tflops = flops / (row.us * 1e-6) / 1e12;
-        std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d\n", s.name, fmt.c_str(), M, row.us,
-                    row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, unique);
-        std::fflush(stdout);
-        rows.push_back(row);
-      }
+          Row row;
+          row.shape = s.name;
+          row.format = fmt;
+          row.path = path_name;
+          row.M = M;
+          row.us = median(per_call);
+          row.unique_experts = unique;
+          row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
+          const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
+                               (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
+          const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
+          row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
+          row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
+          row.tflops = flops / (row.us * 1e-6) / 1e12;
+          std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s\n", s.name, fmt.c_str(), M,
+                      row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, unique,
+                      path_name.c_str());
+          std::fflush(stdout);
+          rows.push_back(row);
+        }
     }
   }
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -171,8 +183,8 @@ int run_moe_bench(const BenchOptions& o) {
        << ", \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      js << "  {\"shape\": \"" << r.shape << "\", \"format\": \"" << r.format << "\", \"M\": " << r.M
-         << ", \"time_us\": " << r.us << ", \"floor_us\": " << r.floor_us
+      js << "  {\"shape\": \"" << r.shape << "\", \"format\": \"" << r.format << "\", \"path\": \"" << r.path
+         << "\", \"M\": " << r.M << ", \"time_us\": " << r.us << ", \"floor_us\": " << r.floor_us
          << ", \"ratio\": " << r.us / r.floor_us << ", \"gbps\": " << r.gbps << ", \"tflops\": " << r.tflops
          << ", \"unique_experts\": " << r.unique_experts << ", \"bytes\": " << r.bytes << "}"
          << (i + 1 < rows.size() ? "," : "") << "\n";

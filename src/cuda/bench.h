@@ -10,6 +10,9 @@ struct BenchOptions {
   std::vector<std::string> shapes;   // qwen3-30b-a3b, qwen3-next-80b-a3b, deepseek-v3-tp8, deepseek-v3, ...
   std::vector<std::string> formats;  // bf16, fp8_block, mxfp4
   std::vector<int> Ms;
+  // How stages 1 and 2 run: auto (what the engine picks), or forced: gemv, stream, mma (comparisons in one
+  // run).
+  std::vector<std::string> paths = {"auto"};
   int copies = 8;         // layer copies rotated over, so the 60 MB L2 cannot hold the weights
   std::string json_path;  // optional: every row as JSON
   double peak_tflops_bf16 = 0,

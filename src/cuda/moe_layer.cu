@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/kernels/expert_mma.h"
+#include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/launchers.h"
 #include "cuda/random_fill.h"
 #include "moe/tuned_config.h"
@@ -243,18 +244,53 @@ int mma_min_tokens() {
 
 namespace {
 
+// Average tokens per touched expert up to which each stage-2 block of the streaming path quantises its own h
+// rows.
+constexpr int kStreamQuantiseInBlockMaxAvg = 2;
+
 bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
              GemmPath path) {
-  if (path == GemmPath::Gemv || ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant)) return false;
+  if (path == GemmPath::Gemv || path == GemmPath::Stream || ws.mma_max_tiles == 0 ||
+      !mma_supported(w.format, act.quant))
+    return false;
   return path == GemmPath::Mma || M >= mma_min_tokens();
 }
 
+// The streaming tensor-core stages need the fp8 codes of x, which the workspace holds for the formats that
+// have tensor-core paths.
+bool use_stream(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act,
+                GemmPath path) {
+  if (path != GemmPath::Auto && path != GemmPath::Stream) return false;
+  if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
+  if (!stream_supported(layer.experts().view, act.quant)) return false;
+  return !layer.shared() || stream_supported(layer.shared()->view, act.quant);
+}
+
+enum class StagePath { Gemv, Stream, Mma };
+
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path.
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       GemmPath path, cudaStream_t stream) {
-  if (!use_mma(ws, g.act, g.w, M, path)) {
+                       StagePath path, cudaStream_t stream) {
+  if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     launch_stage2(g, stream);
+    return;
+  }
+  if (path == StagePath::Stream) {
+    StreamInputs in{};
+    in.x = x;
+    in.x_codes = ws.mma_x_codes.as<uint8_t>();
+    in.x_scales = ws.mma_x_scales.as<float>();
+    in.max_tokens_per_expert = M;
+    in.pairs_bound = M * g.g.pair_div;
+    // h is quantised once by its own launch when an expert's tokens average more than a few (every stage-2
+    // block of that expert would otherwise quantise them again); the codes are the same either way.
+    const int pairs = M * g.g.pair_div, groups = std::max(1, std::min(g.w.num_experts, pairs));
+    if (g.act.quant == AQuant::Fp8 && pairs > kStreamQuantiseInBlockMaxAvg * groups) {
+      in.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
+      in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
+    }
+    launch_expert_stream(g, in, stream);
     return;
   }
   MmaScratch s{};
@@ -297,8 +333,18 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
+  // One path for both projections; the MMA path needs the GEMV's dequantised x for nothing but reads x
+  // itself.
+  const bool mma = use_mma(ws, act, layer.experts().view, M, path);
+  const StagePath stages = mma                                ? StagePath::Mma
+                           : use_stream(layer, ws, act, path) ? StagePath::Stream
+                                                              : StagePath::Gemv;
   ra.quant = act.quant;
-  ra.xq = ws.xq.as<float>();
+  ra.xq = stages == StagePath::Gemv ? ws.xq.as<float>() : nullptr;
+  if (stages == StagePath::Stream && act.quant == AQuant::Fp8) {
+    ra.x_codes = ws.mma_x_codes.as<uint8_t>();
+    ra.x_scales = ws.mma_x_scales.as<float>();
+  }
   ra.x = x;
   ra.hidden = layer.hidden();
   if (shared) {
@@ -333,7 +379,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   g.min_groups = std::min(E, K);
   g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
   g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
-  run_expert_stages(g, ws, false, x, M, path, stream);
+  run_expert_stages(g, ws, false, x, M, stages, stream);
 
   if (shared) {
     GemvArgs s = g;
@@ -345,7 +391,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.max_groups = 1;
     s.min_groups = 1;
     s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
-    run_expert_stages(s, ws, true, x, M, path, stream);
+    run_expert_stages(s, ws, true, x, M, stages, stream);
   }
 
   CombineArgs ca{ws.y.as<float>(),

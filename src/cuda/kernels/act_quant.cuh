@@ -55,4 +55,32 @@ __device__ __forceinline__ void warp_load_quantize_group(AQuant q, const uint16_
   warp_quantize_group(q, dst, g0, g1);
 }
 
+// One warp quantises the bf16 values src[g0, g1) of one group (g1 - g0 <= 128; g0, g1 multiples of 4):
+// e4m3 codes to dst[g0, g1); returns the group's scale to every lane.
+__device__ __forceinline__ float warp_quantize_fp8_codes(const uint16_t* src, int g0, int g1, uint8_t* dst) {
+  const int k = g0 + static_cast<int>(threadIdx.x % 32) * 4;
+  const bool mine = k < g1;
+  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (mine) {
+    const uint2 raw = *reinterpret_cast<const uint2*>(src + k);
+    v[0] = bf16_to_f32(static_cast<uint16_t>(raw.x & 0xffffu));
+    v[1] = bf16_to_f32(static_cast<uint16_t>(raw.x >> 16));
+    v[2] = bf16_to_f32(static_cast<uint16_t>(raw.y & 0xffffu));
+    v[3] = bf16_to_f32(static_cast<uint16_t>(raw.y >> 16));
+  }
+  float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+  amax = warp_max(amax);
+  const float s = fmaxf(amax, 1e-10f) / 448.0f;
+  if (mine) {
+    uint32_t packed = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float q = fminf(fmaxf(__fdiv_rn(v[j], s), -448.0f), 448.0f);
+      packed |= static_cast<uint32_t>(f32_to_fp8e4m3(q)) << (8 * j);
+    }
+    *reinterpret_cast<uint32_t*>(dst + k) = packed;
+  }
+  return s;
+}
+
 }  // namespace moe::cuda

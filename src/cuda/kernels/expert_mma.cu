@@ -12,7 +12,7 @@
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/activation.cuh"
-#include "cuda/kernels/fp8_rows.cuh"
+#include "cuda/kernels/fp8_rows.h"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/mma_tiles.cuh"
 

@@ -14,7 +14,9 @@ struct RouteArgs {
   int* topk_ids;        // [M, K]
   float* topk_weights;  // [M, K]
   AQuant quant;         // stage 1's activation quantisation
-  float* xq;            // [M, H] out: x quantised (dequantised values), what stage 1 multiplies
+  float* xq;  // [M, H] out: x quantised (dequantised values), what the GEMV's stage 1 multiplies; or null
+  uint8_t* x_codes;  // [M, H] out: fp8 e4m3 codes of x for the streaming path (quant == Fp8), or null
+  float* x_scales;   // [M, ceil(H/128)] out: their 1x128 scales
   // Shared expert (all null when the layer has none).
   const uint16_t* x;  // [M, H] bf16
   int hidden;
@@ -46,11 +48,11 @@ struct GemvArgs {
   ExpertWeightsDev w;
   GroupingDev g;
   ActivationParams act;
-  const float* xq;                                         // stage 1 input [tokens, H], already quantised
-  uint16_t* h;                                             // stage 1 output, stage 2 input [pairs, P] bf16
-  float* y;                                                // stage 2 output [pairs, H] fp32
-  int max_groups;                                          // grid bound on active experts
-  int min_groups;  // experts one token touches (top_k): what the tile choice is made for
+  const float* xq;  // stage 1 input [tokens, H], already quantised
+  uint16_t* h;      // stage 1 output, stage 2 input [pairs, P] bf16
+  float* y;         // stage 2 output [pairs, H] fp32
+  int max_groups;   // grid bound on active experts
+  int min_groups;   // experts one token touches (top_k): what the tile choice is made for
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);

@@ -42,10 +42,17 @@ __device__ void write_shared_grouping(const RouteArgs& a, int M) {
   a.shared_num_active[0] = 1;
 }
 
+// Token t's activation group g for stage 1: fp8 codes + scale when the streaming path asks for them, else the
+// dequantised values in xq (the GEMV path); nothing when neither is wanted (bf16 streamed straight from x).
 __device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g,
                                                           const GroupGrid& grid) {
   const size_t row = static_cast<size_t>(t) * a.hidden;
-  warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
+  if (a.x_codes) {
+    const float s = warp_quantize_fp8_codes(a.x + row, grid.begin(g), grid.end(g), a.x_codes + row);
+    if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * grid.count() + g] = s;
+  } else if (a.xq) {
+    warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
+  }
 }
 
 template <int kPerLane>

@@ -1,6 +1,9 @@
-// The tensor-core stages (expert_mma.h) forced at sizes the automatic choice never gives them: tiny M (one
-// partial row tile per expert), a shared expert, and a tensor-parallel shard whose fp8 grid starts mid-block
-// (phase 64), against the CPU reference or the GEMV path, with poisoned workspaces.
+// Each way of running stages 1 and 2 forced at sizes the automatic choice never gives it: the tensor-core
+// grouped GEMM (expert_mma.h) at tiny M (one partial row tile per expert), the streaming tensor-core stages
+// (expert_stream.h) at large M (several passes over the weights per expert, h quantised by its own launch),
+// the CUDA-core GEMV at every M; with a shared expert and a K tail, against the CPU reference; and
+// tensor-parallel shards whose fp8 grid starts mid-block (phases 32, 64, 96) against the GEMV path. Poisoned
+// workspaces.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -76,13 +79,17 @@ int64_t non_finite(const std::vector<float>& v) {
   return n;
 }
 
-class ExpertMmaGpu : public ::testing::TestWithParam<WeightFormat> {};
+const char* path_name(cuda::GemmPath p) {
+  return p == cuda::GemmPath::Mma ? "mma" : p == cuda::GemmPath::Stream ? "stream" : "gemv";
+}
+
+class ForcedPathGpu : public ::testing::TestWithParam<std::tuple<WeightFormat, cuda::GemmPath>> {};
 
 // Routed experts (E=64, top 6, H=1024 with a K tail: I=720 is not a multiple of 64 or 128) plus a shared
-// expert.
-TEST_P(ExpertMmaGpu, ForcedAtSmallMMatchesReference) {
+// expert. At M=300 an expert averages 28 pairs, so the streaming path makes several passes for some experts.
+TEST_P(ForcedPathGpu, MatchesReference) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const WeightFormat f = GetParam();
+  const auto [f, path] = GetParam();
   constexpr int kMaxM = 300;
   const GpuCase g = make_case(f, kMaxM, 64, 1024, 720, 6, 384);
   const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), layout::Parallelism{});
@@ -93,46 +100,57 @@ TEST_P(ExpertMmaGpu, ForcedAtSmallMMatchesReference) {
   std::vector<float> ref(static_cast<size_t>(kMaxM) * H);
   reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kMaxM, ref.data());
   const double tol = default_tolerance(g.c.config);
-  for (int M : {1, 3, 17, 300}) {
-    const std::vector<float> out = run(layer, ws, g, M, cuda::GemmPath::Mma);
+  for (int M : {1, 3, 17, 64, 300}) {
+    const std::vector<float> out = run(layer, ws, g, M, path);
     const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
-    std::printf("[mma %s] M=%-4d %s\n", std::string(format_name(f)).c_str(), M,
+    std::printf("[%s %s] M=%-4d %s\n", path_name(path), std::string(format_name(f)).c_str(), M,
                 verdict_line(cmp, tol).c_str());
     EXPECT_EQ(non_finite(out), 0) << "M=" << M;
     EXPECT_TRUE(cmp.passed(tol)) << "M=" << M << " " << verdict_line(cmp, tol);
   }
-  const std::vector<float> a = run(layer, ws, g, kMaxM, cuda::GemmPath::Mma);
-  const std::vector<float> b = run(layer, ws, g, kMaxM, cuda::GemmPath::Mma);
+  const std::vector<float> a = run(layer, ws, g, kMaxM, path);
+  const std::vector<float> b = run(layer, ws, g, kMaxM, path);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "two runs differ";
 }
 
-// A TP rank whose intermediate slice starts 64 into the fp8 128 grid: the MMA path equals the GEMV path.
-TEST_P(ExpertMmaGpu, TensorParallelShardMatchesGemv) {
+// TP ranks whose intermediate slice starts 64 (TP 8, rank 1), 96 (TP 16, rank 1) and 32 (TP 16, rank 3) into
+// the fp8 128 grid, and one aligned rank: the tensor-core paths equal the GEMV path.
+TEST_P(ForcedPathGpu, TensorParallelShardMatchesGemv) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const WeightFormat f = GetParam();
+  const auto [f, path] = GetParam();
+  if (path == cuda::GemmPath::Gemv) GTEST_SKIP() << "the GEMV is the comparison";
   constexpr int kM = 200;
   const GpuCase g = make_case(f, kM, 8, 1024, 1536, 4, 0);
-  for (int rank_id : {1, 2}) {
+  for (const auto& [rank_id, tp] : {std::pair{1, 8}, std::pair{2, 8}, std::pair{1, 16}, std::pair{3, 16}}) {
     layout::Parallelism par;
     par.tp_rank = rank_id;
-    par.tp_size = 8;
+    par.tp_size = tp;
     const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), par);
     const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
     cuda::DeviceMoeLayer layer(g.c.config, rank);
     cuda::MoeWorkspace ws(layer, kM);
-    const std::vector<float> gemv = run(layer, ws, g, kM, cuda::GemmPath::Gemv);
-    const std::vector<float> mma = run(layer, ws, g, kM, cuda::GemmPath::Mma);
-    const Comparison cmp = compare(mma.data(), gemv.data(), static_cast<int64_t>(mma.size()));
-    const double tol = default_tolerance(g.c.config);
-    std::printf("[mma %s] TP rank %d/8 (phase %d) vs GEMV: %s\n", std::string(format_name(f)).c_str(),
-                rank_id, layer.experts().view.phase, verdict_line(cmp, tol).c_str());
-    EXPECT_EQ(non_finite(mma), 0);
-    EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
+    for (int M : {1, 7, kM}) {
+      const std::vector<float> gemv = run(layer, ws, g, M, cuda::GemmPath::Gemv);
+      const std::vector<float> got = run(layer, ws, g, M, path);
+      const Comparison cmp = compare(got.data(), gemv.data(), static_cast<int64_t>(got.size()));
+      const double tol = default_tolerance(g.c.config);
+      std::printf("[%s %s] TP rank %d/%d (phase %d) M=%-3d vs GEMV: %s\n", path_name(path),
+                  std::string(format_name(f)).c_str(), rank_id, tp, layer.experts().view.phase, M,
+                  verdict_line(cmp, tol).c_str());
+      EXPECT_EQ(non_finite(got), 0);
+      EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, ExpertMmaGpu, ::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
-                         [](const auto& p) { return std::string(format_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,
+                         ::testing::Combine(::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
+                                            ::testing::Values(cuda::GemmPath::Mma, cuda::GemmPath::Stream,
+                                                              cuda::GemmPath::Gemv)),
+                         [](const auto& p) {
+                           return std::string(format_name(std::get<0>(p.param))) + "_" +
+                                  path_name(std::get<1>(p.param));
+                         });
 
 }  // namespace
 }  // namespace moe
