@@ -244,10 +244,6 @@ int mma_min_tokens() {
 
 namespace {
 
-// Average tokens per touched expert up to which each stage-2 block of the streaming path quantises its own h
-// rows.
-constexpr int kStreamQuantiseInBlockMaxAvg = 2;
-
 bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
              GemmPath path) {
   if (path == GemmPath::Gemv || path == GemmPath::Stream || ws.mma_max_tiles == 0 ||
@@ -283,13 +279,8 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.x_scales = ws.mma_x_scales.as<float>();
     in.max_tokens_per_expert = M;
     in.pairs_bound = M * g.g.pair_div;
-    // h is quantised once by its own launch when an expert's tokens average more than a few (every stage-2
-    // block of that expert would otherwise quantise them again); the codes are the same either way.
-    const int pairs = M * g.g.pair_div, groups = std::max(1, std::min(g.w.num_experts, pairs));
-    if (g.act.quant == AQuant::Fp8 && pairs > kStreamQuantiseInBlockMaxAvg * groups) {
-      in.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
-      in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
-    }
+    in.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
+    in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
     launch_expert_stream(g, in, stream);
     return;
   }

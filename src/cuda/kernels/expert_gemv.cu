@@ -290,9 +290,9 @@ void launch_stage(const GemvArgs& a, cudaStream_t stream) {
   const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
   const int out_rows = STAGE == 1 ? a.w.inter : a.w.hidden;
   const int forced = STAGE == 1 ? a.stage1_lanes_per_row : a.stage2_lanes_per_row;
-  // The tile is chosen for the fewest experts a call can touch (top_k, one token), never for this call's M: the
-  // lanes that split K fix each dot product's summation order, so one choice for every M keeps a token's bits
-  // the same alone and inside any batch.
+  // The tile is chosen for the fewest experts a call can touch (top_k, one token), never for this call's M:
+  // the lanes that split K fix each dot product's summation order, so one choice for every M keeps a token's
+  // bits the same alone and inside any batch.
   const Tile tile = forced > 0 ? Tile{forced, kWarps * (32 / forced) * WeightTraits<F>::kRows}
                                : choose_tile<F, STAGE>(K, a.min_groups, out_rows);
   const int per_block = STAGE == 1 ? tile.rows / 2 : tile.rows;

@@ -1,57 +1,384 @@
 // The streaming tensor-core stages of expert_stream.h.
 //
-// Block (i, tile) takes active expert active[i] and 16 of its weight rows: for stage 1 the gate rows of
-// outputs n0..n0+7 (MMA rows 0-7) and the up rows of the same outputs (MMA rows 8-15), so one thread's
-// accumulators hold g and u of the same h element; for stage 2 the down-projection rows h0..h0+15. Its warps
-// split K into fixed slices of 64-byte steps (fixed by the layer's shape alone, never by M). In one step each
-// lane of a quad loads 16 bytes of each of its two rows (gid, gid + 8) and the 16 bytes of the same K range
-// of one token from shared memory; the step's two MMAs read these bytes in a permuted K order that is the
-// same for both operands, so the dot product is unchanged and every load is a coalesced 16-byte one. fp8: the
-// raw sum of each step is multiplied by its K block's weight and activation scales (two masked sub-steps when
-// a 128-block boundary of a TP shard's phase falls inside the step). The warps' partial sums are added in
-// warp order: no split K across blocks, no atomics, the same bits on every run, and a token's result does not
-// depend on the other tokens in its MMA column tile (each output column of an MMA is its own dot product).
+// Work items are (active expert, 16-row weight tile): for stage 1 the gate rows of outputs n0..n0+7 (MMA rows
+// 0-7) and the up rows of the same outputs (MMA rows 8-15), so one thread's accumulators hold g and u of the
+// same h element; for stage 2 the down-projection rows h0..h0+15. Blocks are persistent (one per SM), each
+// taking a contiguous range of items (so the expert, and its tokens, change rarely). In each block one
+// producer warp walks the items and streams them in K chunks of 512 bytes into a ring of shared-memory stages
+// with bulk copies (the tensor memory accelerator: no registers held by loads in flight), the chunk's 16
+// weight rows and the K range of the pass's tokens (up to 32), completing on an mbarrier; it never waits on
+// the memory it requests, so the ring stays full whatever the per-item latency. Eight consumer warps each
+// take one fixed 64-byte step of every chunk (fixed by the layer's shape alone, never by M): a lane of a quad
+// reads 16 bytes of each of its two rows (gid, gid + 8) and of one token, and the step's two MMAs read these
+// bytes in a permuted K order that is the same for both operands, so the dot product is unchanged. fp8: each
+// step's raw sum is multiplied by its K block's weight and activation scales (two masked sub-steps when a
+// 128-block boundary of a TP shard's phase falls inside it). At an item's last chunk the consumers add their
+// partial sums in warp order and write h (bf16, SiLU(g) * u) or y (fp32): no split K across blocks, no
+// atomics, the same bits on every run, and a token's result never depends on which tokens share its MMA
+// column tile (each output column of an MMA is its own dot product).
 #include "cuda/kernels/expert_stream.h"
 
 #include <algorithm>
 
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
-#include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/fp8_rows.h"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/weight_decode.cuh"
+#include "cuda/kernels/tma_pipeline.cuh"
 
 namespace moe::cuda {
 namespace {
 
-constexpr int kStepBytes = 64;  // K bytes of one step: 16 per lane of a quad
-constexpr int kBatch = 4;       // steps whose weights one warp holds in flight at once
-constexpr int kMaxWarps = 16;
-constexpr int kColTile = 8;       // tokens per MMA column tile
-constexpr int kMaxPassTiles = 4;  // column tiles per pass over the weights (32 tokens)
-constexpr size_t kMaxSmem = 227 * 1024;
+constexpr int kConsumers = 8;  // consumer warps; one more warp produces
+constexpr int kThreads = (kConsumers + 1) * 32;
+constexpr int kStepBytes = 64;                   // K bytes of one MMA step pair: 16 per lane of a quad
+constexpr int kChunk = kConsumers * kStepBytes;  // K bytes of one ring stage
+constexpr int kRowStride = kChunk + 64;  // 64 bytes past a multiple of 128: conflict-free 16-byte reads
+constexpr int kTileRows = 16;
+constexpr int kColTile = 8;  // tokens per MMA column tile
+constexpr int kMaxPassTiles = 4;
+constexpr int kMaxRing = 16;
+constexpr int kHeaderBytes = 256;
+constexpr size_t kBarrierBytes = 2 * kMaxRing * sizeof(uint64_t);
+constexpr size_t kSmemBudget = 220 * 1024;
 
 struct StreamKernelArgs {
   ExpertWeightsDev w;
   GroupingDev g;
   ActivationParams act;
-  const uint8_t* in;  // input rows: stage 1 x (bf16 or fp8 codes); stage 2 h (bf16) or its fp8 codes
-  const float*
-      in_scales;  // fp8: the input rows' 1x128 scales [rows, groups]; null in stage 2: quantise h here
-  int in_div;     // input row of pair p: p / in_div
+  const uint8_t* in;        // input rows: stage 1 x (bf16 or fp8 codes); stage 2 h (bf16 or fp8 codes)
+  const float* in_scales;   // fp8: the input rows' 1x128 scales [rows, groups]
+  int in_div;               // input row of pair p: p / in_div
   int k, k_bytes, k_phase;  // K elements and bytes; fp8: K's offset into the checkpoint's 128 grid
-  int steps, steps_per_warp, groups, act_stride, pass_tokens;
+  int chunks, groups, tiles, pass_tokens, ring;
   uint16_t* h;  // stage 1 out [pairs, P] bf16
   float* y;     // stage 2 out [pairs, H] fp32
 };
 
+// What the producer tells the consumers about one ring stage.
+template <int kNT>
+struct StageHeader {
+  int kind;   // kChunkData, or kDone: no more stages
+  int flags;  // kFirst: first chunk of an item's pass (zero the sums); kLast: last (reduce and write)
+  int expert, n0, tp, k0, cb;
+  int pairs[kNT * kColTile];  // the pass's pairs, -1 past tp
+};
+constexpr int kChunkData = 0, kDone = 1, kFirst = 1, kLast = 2;
+
+__host__ __device__ constexpr size_t red_bytes(int nt) {
+  return static_cast<size_t>(kConsumers) * nt * 32 * 4 * sizeof(float);
+}
+__host__ __device__ constexpr size_t stage_bytes(int nt) {
+  return kHeaderBytes + static_cast<size_t>(kTileRows + nt * kColTile) * kRowStride;
+}
+constexpr int ring_depth(int nt) {
+  return static_cast<int>(
+      std::min<size_t>(kMaxRing, (kSmemBudget - kBarrierBytes - red_bytes(nt)) / stage_bytes(nt)));
+}
+constexpr size_t smem_bytes(int nt) {
+  return kBarrierBytes + red_bytes(nt) + static_cast<size_t>(ring_depth(nt)) * stage_bytes(nt);
+}
+static_assert(sizeof(StageHeader<kMaxPassTiles>) <= kHeaderBytes, "stage header too large");
+
+int sm_count() {
+  static const int count = [] {
+    int n = 0;
+    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  return count;
+}
+
+template <int kNT>
+struct Ring {
+  uint64_t* full;   // [ring]: the stage's bytes have landed
+  uint64_t* empty;  // [ring]: the consumers are done with it
+  uint8_t* base;
+  __device__ StageHeader<kNT>* header(int slot) const {
+    return reinterpret_cast<StageHeader<kNT>*>(base + slot * stage_bytes(kNT));
+  }
+  __device__ uint8_t* rows_a(int slot) const { return base + slot * stage_bytes(kNT) + kHeaderBytes; }
+  __device__ uint8_t* rows_b(int slot) const { return rows_a(slot) + kTileRows * kRowStride; }
+};
+
+// Weight row `r` (0..15) of item (expert, tile) and whether it exists.
+template <int kStage>
+__device__ __forceinline__ const uint8_t* weight_row(const StreamKernelArgs& a, int expert, int tile, int r,
+                                                     bool* ok) {
+  const int H = a.w.hidden, P = a.w.inter;
+  if (kStage == 1) {
+    const int n = tile * 8 + r % 8;
+    *ok = r < kTileRows && n < P;
+    const size_t row = static_cast<size_t>(expert) * 2 * P + (r < 8 ? 0 : P) + (*ok ? n : 0);
+    return a.w.w13 + row * a.k_bytes;
+  }
+  const int n = tile * 16 + r;
+  *ok = r < kTileRows && n < H;
+  return a.w.w2 + (static_cast<size_t>(expert) * H + (*ok ? n : 0)) * a.k_bytes;
+}
+
+// The fp8 weight scales of MMA rows 0-7 (lo) and 8-15 (hi) of an item, indexed by K block.
+template <int kStage>
+__device__ __forceinline__ void weight_scale_rows(const StreamKernelArgs& a, int expert, int n0,
+                                                  const float** lo, const float** hi) {
+  const float* ws = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+  const int SB = a.w.scale_blocks, hb = (a.w.hidden + 127) / 128;
+  if (kStage == 1) {
+    *lo = ws + (static_cast<size_t>(expert) * 2 * SB + (n0 + a.w.phase) / 128) * hb;
+    *hi = *lo + static_cast<size_t>(SB) * hb;
+  } else {
+    *lo = *hi = ws + (static_cast<size_t>(expert) * hb + n0 / 128) * SB;
+  }
+}
+
+template <bool kFp8, int kStage, int kNT>
+__device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
+  const int lane = threadIdx.x % 32;
+  bool waited = kStage == 1;  // stage 1 needs the prologue's grouping at once; stage 2 only its inputs
+  if (waited) {
+    pdl_wait();
+    pdl_trigger();
+  }
+  const int total = __ldcg(a.g.num_active) * a.tiles;
+  const int lo = static_cast<int>(static_cast<long long>(blockIdx.x) * total / gridDim.x);
+  const int hi = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * total / gridDim.x);
+  int slot = 0;
+  uint32_t parity = 1;  // the first pass over the ring finds every stage free
+  int cur = -1, expert = 0, pair_begin = 0, pair_end = 0;
+  for (int item = lo; item < hi; ++item) {
+    const int s = item / a.tiles, tile = item % a.tiles;
+    if (s != cur) {
+      cur = s;
+      expert = __ldcg(a.g.active + s);
+      pair_begin = __ldcg(a.g.offsets + expert);
+      pair_end = __ldcg(a.g.offsets + expert + 1);
+    }
+    const int n0 = kStage == 1 ? tile * 8 : tile * 16;
+    bool row_ok;
+    const uint8_t* wrow = weight_row<kStage>(a, expert, tile, lane, &row_ok);
+    const int rows = __popc(__ballot_sync(0xffffffffu, row_ok));
+    if (kFp8 && lane < 4) {  // the consumers read the item's weight scales: have them in L1 when they do
+      const float* sl;
+      const float* sh;
+      weight_scale_rows<kStage>(a, expert, n0, &sl, &sh);
+      const int len = kStage == 1 ? (a.w.hidden + 127) / 128 : a.w.scale_blocks;
+      if ((lane % 2) * 32 < len) prefetch_l1((lane < 2 ? sl : sh) + (lane % 2) * 32);
+    }
+    for (int p0 = pair_begin; p0 < pair_end; p0 += a.pass_tokens) {
+      const int tp = min(a.pass_tokens, pair_end - p0);
+      const int pair = lane < tp ? __ldcg(a.g.sorted_pairs + p0 + lane) : -1;
+      const uint8_t* brow = a.in + static_cast<size_t>(pair < 0 ? 0 : pair / a.in_div) * a.k_bytes;
+      for (int c = 0; c < a.chunks; ++c) {
+        const int k0 = c * kChunk, cb = min(kChunk, a.k_bytes - k0);
+        mbar_wait(&ring.empty[slot], parity);
+        StageHeader<kNT>* hdr = ring.header(slot);
+        if (lane == 0) {
+          hdr->kind = kChunkData;
+          hdr->flags = (c == 0 ? kFirst : 0) | (c == a.chunks - 1 ? kLast : 0);
+          hdr->expert = expert;
+          hdr->n0 = n0;
+          hdr->tp = tp;
+          hdr->k0 = k0;
+          hdr->cb = cb;
+        }
+        if (lane < kNT * kColTile) hdr->pairs[lane] = pair;
+        __syncwarp();
+        if (lane == 0) mbar_arrive_expect_tx(&ring.full[slot], static_cast<uint32_t>((rows + tp) * cb));
+        __syncwarp();
+        if (row_ok) bulk_copy_g2s(ring.rows_a(slot) + lane * kRowStride, wrow + k0, cb, &ring.full[slot]);
+        if (!waited) {  // stage 2: the weights of the first stages are on their way; now wait for h
+          pdl_wait();
+          pdl_trigger();
+          waited = true;
+        }
+        if (pair >= 0)
+          bulk_copy_g2s_keep(ring.rows_b(slot) + lane * kRowStride, brow + k0, cb, &ring.full[slot]);
+        if (++slot == a.ring) {
+          slot = 0;
+          parity ^= 1u;
+        }
+      }
+    }
+  }
+  if (!waited) {
+    pdl_wait();
+    pdl_trigger();
+  }
+  mbar_wait(&ring.empty[slot], parity);
+  if (lane == 0) {
+    ring.header(slot)->kind = kDone;
+    mbar_arrive(&ring.full[slot]);
+  }
+}
+
+__device__ __forceinline__ uint4 lds16(const uint8_t* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
+
+// Consumer step j (bytes [64j, 64j + 64) of the stage's chunk) against the pass's column tiles.
+template <bool kFp8, int kStage, int kNT>
+__device__ __forceinline__ void consume_step(const StreamKernelArgs& a, const uint8_t* A, const uint8_t* B,
+                                             const StageHeader<kNT>* hdr, int j, int nt,
+                                             float (&acc)[kNT][4]) {
+  const int lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  const int byte = j * kStepBytes + tig * 16;
+  const bool in_k = byte < hdr->cb;  // bytes past the chunk's end hold stale data: both operands are zeroed
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const uint4 lo = in_k ? lds16(A + gid * kRowStride + byte) : zero;
+  const uint4 hi = in_k ? lds16(A + (gid + 8) * kRowStride + byte) : zero;
+  if constexpr (!kFp8) {
+    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) {
+      if (t >= nt) break;
+      const uint4 b = in_k ? lds16(B + (t * kColTile + gid) * kRowStride + byte) : zero;
+      const uint32_t b0[2] = {b.x, b.y}, b1[2] = {b.z, b.w};
+      mma_16x8x32B<false>(acc[t], a0, b0);
+      mma_16x8x32B<false>(acc[t], a1, b1);
+    }
+  } else {
+    const int k0 = hdr->k0 + j * kStepBytes;  // fp8: bytes are elements
+    const int b_first = (k0 + a.k_phase) / 128;
+    const int b_last = (min(k0 + kStepBytes, a.k) - 1 + a.k_phase) / 128;
+    const int b_mine = (hdr->k0 + byte + a.k_phase) / 128;
+    const float* sw_lo;
+    const float* sw_hi;
+    weight_scale_rows<kStage>(a, hdr->expert, hdr->n0, &sw_lo, &sw_hi);
+    uint4 bt[kNT];
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+      bt[t] = in_k && t < nt ? lds16(B + (t * kColTile + gid) * kRowStride + byte) : zero;
+    for (int b = b_first; b <= b_last; ++b) {
+      const uint32_t m = in_k && b_mine == b ? 0xffffffffu : 0u;  // this lane's 16 bytes lie in block b
+      const uint32_t a0[4] = {lo.x & m, hi.x & m, lo.y & m, hi.y & m};
+      const uint32_t a1[4] = {lo.z & m, hi.z & m, lo.w & m, hi.w & m};
+      const float wl = __ldg(sw_lo + b), wh = __ldg(sw_hi + b);
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+        if (t >= nt) break;
+        const uint32_t b0[2] = {bt[t].x, bt[t].y}, b1[2] = {bt[t].z, bt[t].w};
+        float raw[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        mma_16x8x32B<true>(raw, a0, b0);
+        mma_16x8x32B<true>(raw, a1, b1);
+        const int c0 = t * kColTile + 2 * tig;
+        const int p0 = c0 < hdr->tp ? hdr->pairs[c0] : -1, p1 = c0 + 1 < hdr->tp ? hdr->pairs[c0 + 1] : -1;
+        const float x0 =
+            p0 >= 0 ? __ldg(a.in_scales + static_cast<size_t>(p0 / a.in_div) * a.groups + b) : 0.0f;
+        const float x1 =
+            p1 >= 0 ? __ldg(a.in_scales + static_cast<size_t>(p1 / a.in_div) * a.groups + b) : 0.0f;
+        acc[t][0] = fmaf(raw[0], wl * x0, acc[t][0]);
+        acc[t][1] = fmaf(raw[1], wl * x1, acc[t][1]);
+        acc[t][2] = fmaf(raw[2], wh * x0, acc[t][2]);
+        acc[t][3] = fmaf(raw[3], wh * x1, acc[t][3]);
+      }
+    }
+  }
+}
+
+// The consumers' partial sums of one item's pass added in warp order, then h or y written.
+template <int kStage, int kNT>
+__device__ void write_item(const StreamKernelArgs& a, const StageHeader<kNT>* hdr, float* red,
+                           const float (&acc)[kNT][4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tp = hdr->tp, nt = (tp + kColTile - 1) / kColTile, n0 = hdr->n0, expert = hdr->expert;
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+    if (t < nt)
+      *reinterpret_cast<float4*>(red + ((warp * kNT + t) * 32 + lane) * 4) =
+          make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+  named_barrier_sync(1, kConsumers * 32);
+  // Element (row r, column c) of column tile t sits in lane (r % 8) * 4 + (c % 8) / 2, register
+  // (r / 8) * 2 + c % 2 of every warp's fragment.
+  const auto reduced = [&](int r, int col) {
+    const int t = col / kColTile, c = col % kColTile;
+    const int idx = ((r % 8) * 4 + c / 2) * 4 + (r / 8) * 2 + c % 2;
+    float v = 0.0f;
+    for (int w = 0; w < kConsumers; ++w) v += red[(w * kNT + t) * 128 + idx];
+    return v;
+  };
+  const int H = a.w.hidden, P = a.w.inter;
+  if (kStage == 1) {
+    for (int i = threadIdx.x; i < 8 * tp; i += kConsumers * 32) {
+      const int r = i % 8, col = i / 8, n = n0 + r;
+      if (n >= P) continue;
+      float g = reduced(r, col), u = reduced(r + 8, col);
+      if (a.w.w13_bias) {
+        g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + n];
+        u += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + n];
+      }
+      a.h[static_cast<size_t>(hdr->pairs[col]) * P + n] = f32_to_bf16(gated_activation(a.act, g, u));
+    }
+  } else {
+    for (int i = threadIdx.x; i < 16 * tp; i += kConsumers * 32) {
+      const int r = i % 16, col = i / 16, hrow = n0 + r;
+      if (hrow >= H) continue;
+      float v = reduced(r, col);
+      if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + hrow];
+      a.y[static_cast<size_t>(hdr->pairs[col]) * H + hrow] = v;
+    }
+  }
+  named_barrier_sync(1, kConsumers * 32);  // red is free for the next item
+}
+
+template <bool kFp8, int kStage, int kNT>
+__device__ void consume(const StreamKernelArgs& a, const Ring<kNT>& ring, float* red) {
+  pdl_wait();  // the inputs' scales and the outputs' previous readers
+  pdl_trigger();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int slot = 0;
+  uint32_t parity = 0;
+  float acc[kNT][4];
+  for (;;) {
+    mbar_wait(&ring.full[slot], parity);
+    const StageHeader<kNT>* hdr = ring.header(slot);
+    if (hdr->kind != kChunkData) break;
+    const int flags = hdr->flags, nt = (hdr->tp + kColTile - 1) / kColTile;
+    if (flags & kFirst) {
+#pragma unroll
+      for (int t = 0; t < kNT; ++t)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[t][c] = 0.0f;
+    }
+    if (warp * kStepBytes < hdr->cb)
+      consume_step<kFp8, kStage, kNT>(a, ring.rows_a(slot), ring.rows_b(slot), hdr, warp, nt, acc);
+    if (flags & kLast) write_item<kStage, kNT>(a, hdr, red, acc);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&ring.empty[slot]);
+    if (++slot == a.ring) {
+      slot = 0;
+      parity ^= 1u;
+    }
+  }
+}
+
+template <bool kFp8, int kStage, int kNT>
+__global__ void __launch_bounds__(kThreads, 1) expert_stream_kernel(StreamKernelArgs a) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  Ring<kNT> ring;
+  ring.full = reinterpret_cast<uint64_t*>(smem);
+  ring.empty = ring.full + kMaxRing;
+  float* red = reinterpret_cast<float*>(smem + kBarrierBytes);
+  ring.base = smem + kBarrierBytes + red_bytes(kNT);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < a.ring; ++i) {
+      mbar_init(&ring.full[i], 1);
+      mbar_init(&ring.empty[i], kConsumers);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x / 32 == kConsumers)
+    produce<kFp8, kStage, kNT>(a, ring);
+  else
+    consume<kFp8, kStage, kNT>(a, ring, red);
+}
+
 // Shape-only geometry of one stage.
 struct StreamGeom {
-  int k, k_bytes, k_phase, steps, steps_per_warp, warps, groups, act_stride, tiles;
+  int k, k_bytes, k_phase, chunks, groups, tiles;
 };
 
 StreamGeom geometry(const ExpertWeightsDev& w, int stage) {
@@ -60,272 +387,29 @@ StreamGeom geometry(const ExpertWeightsDev& w, int stage) {
   g.k = stage == 1 ? w.hidden : w.inter;
   g.k_bytes = g.k * (fp8 ? 1 : 2);
   g.k_phase = stage == 1 || !fp8 ? 0 : w.phase;
-  g.steps = (g.k_bytes + kStepBytes - 1) / kStepBytes;
-  g.warps = std::min(kMaxWarps, (g.steps + kBatch - 1) / kBatch);
-  g.steps_per_warp = (g.steps + g.warps - 1) / g.warps;
-  g.warps = (g.steps + g.steps_per_warp - 1) / g.steps_per_warp;  // every warp has at least one step
+  g.chunks = (g.k_bytes + kChunk - 1) / kChunk;
   g.groups = fp8 ? (g.k + g.k_phase + 127) / 128 : 0;
-  // Rows 64 bytes past a multiple of 128: the 8 token rows one B-fragment load touches hit distinct banks.
-  g.act_stride = (g.k_bytes + 127) / 128 * 128 + 64;
   g.tiles = stage == 1 ? (w.inter + 7) / 8 : (w.hidden + 15) / 16;
   return g;
 }
 
-size_t weight_scale_bytes(const StreamGeom& g) {
-  return (static_cast<size_t>(2 * g.groups) * 4 + 15) / 16 * 16;
-}
-
-size_t smem_bytes(const StreamGeom& g, int col_tiles) {
-  const size_t rows = static_cast<size_t>(col_tiles) * kColTile;
-  const size_t act = rows * g.act_stride + rows * g.groups * 4;
-  const size_t red = static_cast<size_t>(g.warps) * col_tiles * 32 * 16;
-  return weight_scale_bytes(g) + std::max(act, red);
-}
-
-// The 16 input bytes of one step for the thread's token row, from shared memory.
-__device__ __forceinline__ uint4 lds16(const uint8_t* p) {
-  return *reinterpret_cast<const uint4*>(p);
-}
-
-// One step (64 K bytes) of this thread's rows against the pass's column tiles.
-template <bool kFp8, int kNT>
-__device__ __forceinline__ void stream_step(const StreamKernelArgs& a, int s, const uint4& lo,
-                                            const uint4& hi, const uint8_t* act, const float* sx,
-                                            const float* sw, int nt, float (&acc)[kNT][4]) {
-  const int lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
-  const uint8_t* brow = act + gid * a.act_stride + s * kStepBytes + tig * 16;
-  if constexpr (!kFp8) {
-    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
-#pragma unroll
-    for (int j = 0; j < kNT; ++j) {
-      if (j >= nt) break;
-      const uint4 b = lds16(brow + j * kColTile * a.act_stride);
-      const uint32_t b0[2] = {b.x, b.y}, b1[2] = {b.z, b.w};
-      mma_16x8x32B<false>(acc[j], a0, b0);
-      mma_16x8x32B<false>(acc[j], a1, b1);
-    }
-  } else {
-    const int k0 = s * kStepBytes;
-    const int b_first = (k0 + a.k_phase) / 128, b_last = (min(k0 + kStepBytes, a.k) - 1 + a.k_phase) / 128;
-    const int b_mine = (k0 + tig * 16 + a.k_phase) / 128;
-    for (int b = b_first; b <= b_last; ++b) {
-      const uint32_t m = b_mine == b ? 0xffffffffu : 0u;  // this lane's 16 bytes lie in block b
-      const uint32_t a0[4] = {lo.x & m, hi.x & m, lo.y & m, hi.y & m};
-      const uint32_t a1[4] = {lo.z & m, hi.z & m, lo.w & m, hi.w & m};
-      const float sw_lo = sw[b], sw_hi = sw[a.groups + b];
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) {
-        if (j >= nt) break;
-        const uint4 bv = lds16(brow + j * kColTile * a.act_stride);
-        const uint32_t b0[2] = {bv.x, bv.y}, b1[2] = {bv.z, bv.w};
-        float raw[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        mma_16x8x32B<true>(raw, a0, b0);
-        mma_16x8x32B<true>(raw, a1, b1);
-        const float* sxj = sx + (j * kColTile + 2 * tig) * a.groups + b;
-        const float sx0 = sxj[0], sx1 = sxj[a.groups];
-        acc[j][0] = fmaf(raw[0], sw_lo * sx0, acc[j][0]);
-        acc[j][1] = fmaf(raw[1], sw_lo * sx1, acc[j][1]);
-        acc[j][2] = fmaf(raw[2], sw_hi * sx0, acc[j][2]);
-        acc[j][3] = fmaf(raw[3], sw_hi * sx1, acc[j][3]);
-      }
-    }
-  }
-}
-
-// Fills the pass's input rows in shared memory (zero past the pass's tokens and past K): copies of x / h rows
-// (codes and scales for fp8), or, for stage 2 fp8 without prequantised codes, h quantised here (FORMATS.md
-// section 3, the 1x128 grid shifted by the shard's phase), one warp per (row, group).
 template <bool kFp8, int kStage, int kNT>
-__device__ void stage_inputs(const StreamKernelArgs& a, uint8_t* act, float* sx, const int* pairs, int tp) {
-  constexpr int kRows = kNT * kColTile;
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
-  const int chunks = a.act_stride / 16;
-  const bool quantise = kFp8 && kStage == 2 && a.in_scales == nullptr;
-  if (!quantise) {
-    for (int idx = threadIdx.x; idx < kRows * chunks; idx += blockDim.x) {
-      const int i = idx / chunks, byte = (idx % chunks) * 16;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (i < tp && byte < a.k_bytes)
-        v = __ldcg(reinterpret_cast<const uint4*>(
-            a.in + static_cast<size_t>(pairs[i] / a.in_div) * a.k_bytes + byte));
-      *reinterpret_cast<uint4*>(act + i * a.act_stride + byte) = v;
-    }
-    if (kFp8) {
-      for (int idx = threadIdx.x; idx < kRows * a.groups; idx += blockDim.x) {
-        const int i = idx / a.groups, b = idx % a.groups;
-        sx[idx] =
-            i < tp ? __ldcg(a.in_scales + static_cast<size_t>(pairs[i] / a.in_div) * a.groups + b) : 0.0f;
-      }
-    }
-    return;
-  }
-  const uint16_t* h = reinterpret_cast<const uint16_t*>(a.in);
-  const GroupGrid grid(AQuant::Fp8, a.k, a.k_phase);
-  for (int task = warp; task < kRows * a.groups; task += warps) {
-    const int i = task / a.groups, gi = task % a.groups;
-    uint8_t* row = act + i * a.act_stride;
-    const int g0 = grid.begin(gi), g1 = grid.end(gi);
-    float s = 0.0f;
-    if (i < tp) {
-      s = warp_quantize_fp8_codes(h + static_cast<size_t>(pairs[i]) * a.k, g0, g1, row);
-    } else {
-      for (int k = g0 + lane * 4; k < g1; k += 128) *reinterpret_cast<uint32_t*>(row + k) = 0u;
-    }
-    if (lane == 0) sx[i * a.groups + gi] = s;
-  }
-  const int tail = (a.act_stride - a.k_bytes) / 16;
-  for (int idx = threadIdx.x; idx < kRows * tail; idx += blockDim.x)
-    *reinterpret_cast<uint4*>(act + (idx / tail) * a.act_stride + a.k_bytes + (idx % tail) * 16) =
-        make_uint4(0, 0, 0, 0);
-}
-
-template <bool kFp8, int kStage, int kNT>
-__global__ void __launch_bounds__(kMaxWarps * 32) expert_stream_kernel(StreamKernelArgs a) {
-  // Stage 1 needs the prologue's grouping at once. Stage 2 reads the grouping (complete before stage 1 could
-  // start) and requests its first weights before waiting for stage 1's h: the fetch overlaps stage 1's tail.
-  if (kStage == 1) pdl_wait();
-  const int expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
-  if (expert < 0) {
-    pdl_trigger();
-    return;
-  }
-  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
-  const int gid = lane / 4, tig = lane % 4;
-  const int H = a.w.hidden, P = a.w.inter;
-
-  // This thread's two weight rows (MMA rows gid and gid + 8).
-  int n0;
-  bool lo_ok, hi_ok;
-  const uint8_t* row_lo;
-  const uint8_t* row_hi;
-  if (kStage == 1) {
-    n0 = blockIdx.y * 8;
-    const int n = n0 + gid;
-    lo_ok = hi_ok = n < P;
-    const uint8_t* base = a.w.w13 + static_cast<size_t>(expert) * 2 * P * a.k_bytes;
-    row_lo = base + static_cast<size_t>(lo_ok ? n : 0) * a.k_bytes;
-    row_hi = base + static_cast<size_t>(P + (lo_ok ? n : 0)) * a.k_bytes;
-  } else {
-    n0 = blockIdx.y * 16;
-    lo_ok = n0 + gid < H;
-    hi_ok = n0 + gid + 8 < H;
-    const uint8_t* base = a.w.w2 + static_cast<size_t>(expert) * H * a.k_bytes;
-    row_lo = base + static_cast<size_t>(lo_ok ? n0 + gid : 0) * a.k_bytes;
-    row_hi = base + static_cast<size_t>(hi_ok ? n0 + gid + 8 : 0) * a.k_bytes;
-  }
-  const int s_begin = warp * a.steps_per_warp, s_end = min(a.steps, s_begin + a.steps_per_warp);
-
-  uint4 wlo[kBatch], whi[kBatch];
-  auto load_batch = [&](int sb) {
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const int s = sb + i, kb = s * kStepBytes + tig * 16;
-      const bool ok = s < s_end && kb < a.k_bytes;
-      wlo[i] = ok && lo_ok ? load_stream16(row_lo + kb) : make_uint4(0, 0, 0, 0);
-      whi[i] = ok && hi_ok ? load_stream16(row_hi + kb) : make_uint4(0, 0, 0, 0);
-    }
-  };
-
-  extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ int pass_pairs[kNT * kColTile];
-  float* sw = reinterpret_cast<float*>(smem);  // fp8: [2][groups] scales of the lo and hi rows per K block
-  uint8_t* region = smem + (static_cast<size_t>(2 * a.groups) * 4 + 15) / 16 * 16;
-  uint8_t* act = region;                                                         // [kNT*8][act_stride]
-  float* sx = reinterpret_cast<float*>(region + kNT * kColTile * a.act_stride);  // fp8: [kNT*8][groups]
-  float* red = reinterpret_cast<float*>(region);  // after the K loop: [warps][kNT][32 lanes][4]
-
-  if (kFp8) {
-    const float* ws = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
-    const int SB = a.w.scale_blocks, hb = (H + 127) / 128;
-    const float* lo_scales;
-    const float* hi_scales;
-    if (kStage == 1) {
-      lo_scales = ws + (static_cast<size_t>(expert) * 2 * SB + (n0 + a.w.phase) / 128) * hb;
-      hi_scales = lo_scales + static_cast<size_t>(SB) * hb;
-    } else {
-      lo_scales = hi_scales = ws + (static_cast<size_t>(expert) * hb + n0 / 128) * SB;
-    }
-    for (int i = threadIdx.x; i < a.groups; i += blockDim.x) {
-      sw[i] = lo_scales[i];
-      sw[a.groups + i] = hi_scales[i];
-    }
-  }
-
-  for (int p0 = pair_begin; p0 < pair_end; p0 += a.pass_tokens) {
-    const int tp = min(a.pass_tokens, pair_end - p0), nt = (tp + kColTile - 1) / kColTile;
-    load_batch(s_begin);  // requested before the inputs are staged: the latency hides behind them
-    if (p0 == pair_begin) {
-      if (kStage == 2) pdl_wait();
-      pdl_trigger();
-    }
-    __syncthreads();  // the previous pass is done with the shared region
-    if (threadIdx.x < kNT * kColTile)
-      pass_pairs[threadIdx.x] =
-          static_cast<int>(threadIdx.x) < tp ? __ldcg(a.g.sorted_pairs + p0 + threadIdx.x) : -1;
-    __syncthreads();
-    stage_inputs<kFp8, kStage, kNT>(a, act, sx, pass_pairs, tp);
-    __syncthreads();
-
-    float acc[kNT][4];
-#pragma unroll
-    for (int j = 0; j < kNT; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f;
-    for (int sb = s_begin; sb < s_end; sb += kBatch) {
-      if (sb != s_begin) load_batch(sb);
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-        if (sb + i < s_end) stream_step<kFp8, kNT>(a, sb + i, wlo[i], whi[i], act, sx, sw, nt, acc);
-    }
-    __syncthreads();  // every warp is done reading act before red overwrites it
-#pragma unroll
-    for (int j = 0; j < kNT; ++j)
-      if (j < nt)
-        *reinterpret_cast<float4*>(red + ((warp * kNT + j) * 32 + lane) * 4) =
-            make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
-    __syncthreads();
-
-    // Element (row r, column c) of column tile j sits in lane (r % 8) * 4 + (c % 8) / 2, register
-    // (r / 8) * 2 + c % 2 of every warp's fragment; the warps' slices are added in warp order.
-    auto reduced = [&](int r, int col) {
-      const int j = col / kColTile, c = col % kColTile;
-      const int idx = ((r % 8) * 4 + c / 2) * 4 + (r / 8) * 2 + c % 2;
-      float v = 0.0f;
-      for (int w = 0; w < warps; ++w) v += red[(w * kNT + j) * 128 + idx];
-      return v;
-    };
-    if (kStage == 1) {
-      for (int i = threadIdx.x; i < 8 * tp; i += blockDim.x) {
-        const int r = i % 8, col = i / 8, n = n0 + r;
-        if (n >= P) continue;
-        float g = reduced(r, col), u = reduced(r + 8, col);
-        if (a.w.w13_bias) {
-          g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + n];
-          u += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + n];
-        }
-        a.h[static_cast<size_t>(pass_pairs[col]) * P + n] = f32_to_bf16(gated_activation(a.act, g, u));
-      }
-    } else {
-      for (int i = threadIdx.x; i < 16 * tp; i += blockDim.x) {
-        const int r = i % 16, col = i / 16, hrow = n0 + r;
-        if (hrow >= H) continue;
-        float v = reduced(r, col);
-        if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + hrow];
-        a.y[static_cast<size_t>(pass_pairs[col]) * H + hrow] = v;
-      }
-    }
-  }
-}
-
-template <bool kFp8, int kStage, int kNT>
-void launch_one(const StreamKernelArgs& k, const StreamGeom& g, int max_groups, cudaStream_t stream) {
-  const size_t smem = smem_bytes(g, kNT);
+void launch_one(StreamKernelArgs k, const StreamGeom& g, int max_groups, cudaStream_t stream) {
+  k.k = g.k;
+  k.k_bytes = g.k_bytes;
+  k.k_phase = g.k_phase;
+  k.chunks = g.chunks;
+  k.groups = g.groups;
+  k.tiles = g.tiles;
+  k.pass_tokens = kNT * kColTile;
+  k.ring = ring_depth(kNT);
+  constexpr size_t smem = smem_bytes(kNT);
   auto kernel = expert_stream_kernel<kFp8, kStage, kNT>;
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  launch_overlapped(kernel, dim3(static_cast<unsigned>(max_groups), static_cast<unsigned>(g.tiles)),
-                    dim3(static_cast<unsigned>(g.warps * 32)), smem, stream, k);
+  const long long items = static_cast<long long>(max_groups) * g.tiles;
+  const unsigned grid = static_cast<unsigned>(std::min<long long>(sm_count(), items));
+  launch_overlapped(kernel, dim3(grid), dim3(kThreads), smem, stream, k);
 }
 
 template <bool kFp8, int kStage>
@@ -339,51 +423,36 @@ void launch_stage(const StreamKernelArgs& k, const StreamGeom& g, int col_tiles,
     launch_one<kFp8, kStage, 4>(k, g, max_groups, stream);
 }
 
-// Column tiles per pass: enough for the call's largest possible group (at most 4), fewer when shared memory
-// is short. The choice changes no result: each token's column is computed the same way in any tile count.
-int column_tiles(const StreamGeom& g1, const StreamGeom& g2, int max_tokens_per_expert) {
-  int nt = std::min(kMaxPassTiles, (max_tokens_per_expert + kColTile - 1) / kColTile);
-  nt = nt == 3 ? 4 : std::max(nt, 1);
-  while (nt > 1 && std::max(smem_bytes(g1, nt), smem_bytes(g2, nt)) > kMaxSmem) nt /= 2;
-  return nt;
+// Column tiles per pass: enough for the call's largest possible group (at most 4). The choice changes no
+// result: each token's column is computed the same way in any tile count.
+int column_tiles(int max_tokens_per_expert) {
+  const int nt = std::min(kMaxPassTiles, (max_tokens_per_expert + kColTile - 1) / kColTile);
+  return nt == 3 ? 4 : std::max(nt, 1);
 }
 
 template <bool kFp8>
 void run_stages(const GemvArgs& a, const StreamInputs& in, cudaStream_t stream) {
   const StreamGeom g1 = geometry(a.w, 1), g2 = geometry(a.w, 2);
-  const int nt = column_tiles(g1, g2, in.max_tokens_per_expert);
+  const int nt = column_tiles(in.max_tokens_per_expert);
   StreamKernelArgs k{};
   k.w = a.w;
   k.g = a.g;
   k.act = a.act;
   k.h = a.h;
   k.y = a.y;
-  k.pass_tokens = nt * kColTile;
 
-  const auto set_geom = [&k](const StreamGeom& g) {
-    k.k = g.k;
-    k.k_bytes = g.k_bytes;
-    k.k_phase = g.k_phase;
-    k.steps = g.steps;
-    k.steps_per_warp = g.steps_per_warp;
-    k.groups = g.groups;
-    k.act_stride = g.act_stride;
-  };
-  set_geom(g1);
   k.in = kFp8 ? in.x_codes : reinterpret_cast<const uint8_t*>(in.x);
   k.in_scales = kFp8 ? in.x_scales : nullptr;
   k.in_div = a.g.pair_div;
   launch_stage<kFp8, 1>(k, g1, nt, a.max_groups, stream);
 
-  set_geom(g2);
   k.in = reinterpret_cast<const uint8_t*>(a.h);
   k.in_scales = nullptr;
   k.in_div = 1;
-  if (kFp8 && in.h_codes) {
+  if (kFp8) {  // h quantised once, in the shard's grid, by its own launch
     launch_fp8_rows({a.h, g2.k, g2.k_phase, g2.groups, a.g.sorted_pairs, a.g.offsets + a.w.num_experts,
                      in.pairs_bound, in.h_codes, in.h_scales},
                     stream);
-    MOE_CUDA_CHECK_LAUNCH();
     k.in = in.h_codes;
     k.in_scales = in.h_scales;
   }
@@ -395,9 +464,7 @@ void run_stages(const GemvArgs& a, const StreamInputs& in, cudaStream_t stream) 
 bool stream_supported(const ExpertWeightsDev& w, AQuant q) {
   const bool fp8 = w.format == WFormat::Fp8Block && q == AQuant::Fp8;
   if (!fp8 && !(w.format == WFormat::Bf16 && q == AQuant::None)) return false;
-  const StreamGeom g1 = geometry(w, 1), g2 = geometry(w, 2);
-  if (fp8 && g2.groups > w.scale_blocks) return false;
-  return std::max(smem_bytes(g1, 1), smem_bytes(g2, 1)) <= kMaxSmem;
+  return !fp8 || geometry(w, 2).groups <= w.scale_blocks;
 }
 
 void launch_expert_stream(const GemvArgs& a, const StreamInputs& in, cudaStream_t stream) {

@@ -2,12 +2,16 @@
 #include "cuda/kernels/fp8_rows.h"
 
 #include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
 
 namespace moe::cuda {
 namespace {
 
 // One warp per (row, group); n and phase are multiples of 16, so each lane owns 4 aligned values.
 __global__ void __launch_bounds__(256) fp8_rows_kernel(Fp8RowsArgs a) {
+  pdl_wait();  // the rows come from the previous kernel
+  pdl_trigger();
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
   const int i = warp / a.groups, g = warp % a.groups;
   const int count = a.row_count ? *a.row_count : a.rows_bound;
@@ -23,7 +27,7 @@ __global__ void __launch_bounds__(256) fp8_rows_kernel(Fp8RowsArgs a) {
 
 void launch_fp8_rows(const Fp8RowsArgs& a, cudaStream_t stream) {
   const long long warps = static_cast<long long>(a.rows_bound) * a.groups;
-  fp8_rows_kernel<<<static_cast<unsigned>((warps + 7) / 8), 256, 0, stream>>>(a);
+  launch_overlapped(fp8_rows_kernel, dim3(static_cast<unsigned>((warps + 7) / 8)), dim3(256), 0, stream, a);
 }
 
 }  // namespace moe::cuda
