@@ -2,13 +2,14 @@
 //
 // Work items are (active expert, 16-row weight tile): for stage 1 the gate rows of outputs n0..n0+7 (MMA rows
 // 0-7) and the up rows of the same outputs (MMA rows 8-15), so one thread's accumulators hold g and u of the
-// same h element; for stage 2 the down-projection rows h0..h0+15. Blocks are persistent (one per SM), each
-// taking a contiguous range of items (so the expert, and its tokens, change rarely). In each block one
+// same h element; for stage 2 the down-projection rows h0..h0+15. Blocks are persistent (one or two per SM),
+// each taking a contiguous range of items (so the expert, and its tokens, change rarely). In each block one
 // producer warp walks the items and streams them in K chunks of 512 bytes into a ring of shared-memory stages
-// with bulk copies (the tensor memory accelerator: no registers held by loads in flight), the chunk's 16
-// weight rows and the K range of the pass's tokens (up to 32), completing on an mbarrier; it never waits on
-// the memory it requests, so the ring stays full whatever the per-item latency. Eight consumer warps each
-// take one fixed 64-byte step of every chunk (fixed by the layer's shape alone, never by M): a lane of a quad
+// with 16-byte cp.async copies (no registers held by loads in flight), the chunk's 16 weight rows and the K
+// range of the pass's tokens (up to 32), each stage completing on an mbarrier; it never waits on the memory
+// it requests, so the ring stays full whatever the per-item latency. (1-D bulk copies of 512 bytes per row,
+// the first version, moved only ~1 TB/s: too few of them in flight per SM.) Eight consumer warps each take
+// one fixed 64-byte step of every chunk (fixed by the layer's shape alone, never by M): a lane of a quad
 // reads 16 bytes of each of its two rows (gid, gid + 8) and of one token, and the step's two MMAs read these
 // bytes in a permuted K order that is the same for both operands, so the dot product is unchanged. fp8: each
 // step's raw sum is multiplied by its K block's weight and activation scales (two masked sub-steps when a
@@ -43,7 +44,13 @@ constexpr int kMaxPassTiles = 4;
 constexpr int kMaxRing = 16;
 constexpr int kHeaderBytes = 256;
 constexpr size_t kBarrierBytes = 2 * kMaxRing * sizeof(uint64_t);
-constexpr size_t kSmemBudget = 220 * 1024;
+// Shared memory for the rings of one SM. With one column tile per pass (decode) two blocks share an SM, each
+// with its own ring: one block's consumers reduce and write an item while the other's keep the tensor cores
+// and the memory pipe busy; with more tiles a stage is larger and one block keeps a ring deep enough alone.
+constexpr size_t kSmemPerSm = 220 * 1024;
+constexpr int blocks_per_sm(int nt) {
+  return nt == 1 ? 2 : 1;
+}
 
 struct StreamKernelArgs {
   ExpertWeightsDev w;
@@ -75,8 +82,8 @@ __host__ __device__ constexpr size_t stage_bytes(int nt) {
   return kHeaderBytes + static_cast<size_t>(kTileRows + nt * kColTile) * kRowStride;
 }
 constexpr int ring_depth(int nt) {
-  return static_cast<int>(
-      std::min<size_t>(kMaxRing, (kSmemBudget - kBarrierBytes - red_bytes(nt)) / stage_bytes(nt)));
+  return static_cast<int>(std::min<size_t>(
+      kMaxRing, (kSmemPerSm / blocks_per_sm(nt) - kBarrierBytes - red_bytes(nt)) / stage_bytes(nt)));
 }
 constexpr size_t smem_bytes(int nt) {
   return kBarrierBytes + red_bytes(nt) + static_cast<size_t>(ring_depth(nt)) * stage_bytes(nt);
@@ -134,6 +141,10 @@ __device__ __forceinline__ void weight_scale_rows(const StreamKernelArgs& a, int
   }
 }
 
+// The ring's full barriers expect one cp.async arrival per producer lane plus lane 0's arrival after the
+// header.
+constexpr uint32_t kFullArrivals = 33;
+
 template <bool kFp8, int kStage, int kNT>
 __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
   const int lane = threadIdx.x % 32;
@@ -147,7 +158,8 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
   const int hi = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * total / gridDim.x);
   int slot = 0;
   uint32_t parity = 1;  // the first pass over the ring finds every stage free
-  int cur = -1, expert = 0, pair_begin = 0, pair_end = 0;
+  // The current expert and its first pass's pairs (lane i holds pair i), kept while its tiles go by.
+  int cur = -1, expert = 0, pair_begin = 0, pair_end = 0, first_pass_pair = -1;
   for (int item = lo; item < hi; ++item) {
     const int s = item / a.tiles, tile = item % a.tiles;
     if (s != cur) {
@@ -155,11 +167,11 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
       expert = __ldcg(a.g.active + s);
       pair_begin = __ldcg(a.g.offsets + expert);
       pair_end = __ldcg(a.g.offsets + expert + 1);
+      first_pass_pair = lane < min(a.pass_tokens, pair_end - pair_begin)
+                            ? __ldcg(a.g.sorted_pairs + pair_begin + lane)
+                            : -1;
     }
     const int n0 = kStage == 1 ? tile * 8 : tile * 16;
-    bool row_ok;
-    const uint8_t* wrow = weight_row<kStage>(a, expert, tile, lane, &row_ok);
-    const int rows = __popc(__ballot_sync(0xffffffffu, row_ok));
     if (kFp8 && lane < 4) {  // the consumers read the item's weight scales: have them in L1 when they do
       const float* sl;
       const float* sh;
@@ -169,10 +181,12 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
     }
     for (int p0 = pair_begin; p0 < pair_end; p0 += a.pass_tokens) {
       const int tp = min(a.pass_tokens, pair_end - p0);
-      const int pair = lane < tp ? __ldcg(a.g.sorted_pairs + p0 + lane) : -1;
-      const uint8_t* brow = a.in + static_cast<size_t>(pair < 0 ? 0 : pair / a.in_div) * a.k_bytes;
+      const int pair =
+          p0 == pair_begin ? first_pass_pair : (lane < tp ? __ldcg(a.g.sorted_pairs + p0 + lane) : -1);
       for (int c = 0; c < a.chunks; ++c) {
         const int k0 = c * kChunk, cb = min(kChunk, a.k_bytes - k0);
+        const int kl = k0 + lane * 16;  // this lane's 16 bytes of every row of the chunk
+        const bool lane_in = lane * 16 < cb;
         mbar_wait(&ring.empty[slot], parity);
         StageHeader<kNT>* hdr = ring.header(slot);
         if (lane == 0) {
@@ -185,17 +199,28 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
           hdr->cb = cb;
         }
         if (lane < kNT * kColTile) hdr->pairs[lane] = pair;
-        __syncwarp();
-        if (lane == 0) mbar_arrive_expect_tx(&ring.full[slot], static_cast<uint32_t>((rows + tp) * cb));
-        __syncwarp();
-        if (row_ok) bulk_copy_g2s(ring.rows_a(slot) + lane * kRowStride, wrow + k0, cb, &ring.full[slot]);
+        uint8_t* A = ring.rows_a(slot);
+#pragma unroll 4
+        for (int r = 0; r < kTileRows; ++r) {
+          bool ok;
+          const uint8_t* wrow = weight_row<kStage>(a, expert, tile, r, &ok);
+          if (ok && lane_in) cp_async16_to(A + r * kRowStride + lane * 16, wrow + kl, true);
+        }
         if (!waited) {  // stage 2: the weights of the first stages are on their way; now wait for h
           pdl_wait();
           pdl_trigger();
           waited = true;
         }
-        if (pair >= 0)
-          bulk_copy_g2s_keep(ring.rows_b(slot) + lane * kRowStride, brow + k0, cb, &ring.full[slot]);
+        uint8_t* B = ring.rows_b(slot);
+        for (int i = 0; i < tp; ++i) {
+          const int p = __shfl_sync(0xffffffffu, pair, i);
+          if (lane_in)
+            cp_async16_to(B + i * kRowStride + lane * 16,
+                          a.in + static_cast<size_t>(p / a.in_div) * a.k_bytes + kl, true);
+        }
+        cp_async_mbar_arrive(&ring.full[slot]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ring.full[slot]);  // the header is written
         if (++slot == a.ring) {
           slot = 0;
           parity ^= 1u;
@@ -208,10 +233,10 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
     pdl_trigger();
   }
   mbar_wait(&ring.empty[slot], parity);
-  if (lane == 0) {
-    ring.header(slot)->kind = kDone;
-    mbar_arrive(&ring.full[slot]);
-  }
+  if (lane == 0) ring.header(slot)->kind = kDone;
+  __syncwarp();
+  mbar_arrive(&ring.full[slot]);
+  if (lane == 0) mbar_arrive(&ring.full[slot]);
 }
 
 __device__ __forceinline__ uint4 lds16(const uint8_t* p) {
@@ -355,7 +380,7 @@ __device__ void consume(const StreamKernelArgs& a, const Ring<kNT>& ring, float*
 }
 
 template <bool kFp8, int kStage, int kNT>
-__global__ void __launch_bounds__(kThreads, 1) expert_stream_kernel(StreamKernelArgs a) {
+__global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) expert_stream_kernel(StreamKernelArgs a) {
   extern __shared__ __align__(128) uint8_t smem[];
   Ring<kNT> ring;
   ring.full = reinterpret_cast<uint64_t*>(smem);
@@ -364,7 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1) expert_stream_kernel(StreamKernel
   ring.base = smem + kBarrierBytes + red_bytes(kNT);
   if (threadIdx.x == 0) {
     for (int i = 0; i < a.ring; ++i) {
-      mbar_init(&ring.full[i], 1);
+      mbar_init(&ring.full[i], kFullArrivals);
       mbar_init(&ring.empty[i], kConsumers);
     }
     mbar_init_fence();
@@ -408,7 +433,8 @@ void launch_one(StreamKernelArgs k, const StreamGeom& g, int max_groups, cudaStr
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   const long long items = static_cast<long long>(max_groups) * g.tiles;
-  const unsigned grid = static_cast<unsigned>(std::min<long long>(sm_count(), items));
+  const unsigned grid = static_cast<unsigned>(
+      std::min<long long>(static_cast<long long>(blocks_per_sm(kNT)) * sm_count(), items));
   launch_overlapped(kernel, dim3(grid), dim3(kThreads), smem, stream, k);
 }
 

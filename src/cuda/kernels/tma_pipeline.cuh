@@ -1,7 +1,8 @@
 #pragma once
-// Hopper (sm_90) building blocks of a producer/consumer shared-memory ring: mbarriers, 1-D bulk copies by the
-// tensor memory accelerator (global -> shared, completing on an mbarrier with a byte count), a named barrier
-// for a subset of warps, and an L1 prefetch.
+// Building blocks of a producer/consumer shared-memory ring: mbarriers, copies into shared memory that
+// complete on an mbarrier (1-D bulk copies by the tensor memory accelerator, sm_90, with a byte count; or
+// cp.async 16-byte copies with an arrival per thread), a named barrier for a subset of warps, and an L1
+// prefetch.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -67,6 +68,20 @@ __device__ __forceinline__ void bulk_copy_g2s_keep(void* dst, const void* src, u
           shared_addr(dst)),
       "l"(src), "r"(bytes), "r"(shared_addr(bar))
       : "memory");
+}
+
+// 16 bytes global -> shared through the load/store unit (zero-filled when !valid): many in flight per warp,
+// no registers held.
+__device__ __forceinline__ void cp_async16_to(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+// Arrives on `bar` once every cp.async this thread issued before has landed (the barrier's expected count
+// includes this arrival).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(shared_addr(bar)) : "memory");
 }
 
 // Barrier 1 over the first `threads` threads that reach it (a multiple of 32); barrier 0 is __syncthreads.
