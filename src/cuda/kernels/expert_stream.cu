@@ -42,7 +42,6 @@ constexpr int kTileRows = 16;
 constexpr int kColTile = 8;  // tokens per MMA column tile
 constexpr int kMaxPassTiles = 4;
 constexpr int kMaxRing = 16;
-constexpr int kHeaderBytes = 256;
 constexpr size_t kBarrierBytes = 2 * kMaxRing * sizeof(uint64_t);
 // Shared memory for the rings of one SM. With one column tile per pass (decode) two blocks share an SM, each
 // with its own ring: one block's consumers reduce and write an item while the other's keep the tensor cores
@@ -65,21 +64,32 @@ struct StreamKernelArgs {
   float* y;     // stage 2 out [pairs, H] fp32
 };
 
-// What the producer tells the consumers about one ring stage.
+// Most 128-wide K blocks one chunk touches (with a shard's phase the chunk can start inside a block).
+constexpr int kChunkBlocks = kChunk / 128 + 1;
+
+// What the producer tells the consumers about one ring stage. fp8: the chunk's scales come along, copied by
+// the producer like the data, so the consumers never wait on global memory.
 template <int kNT>
 struct StageHeader {
   int kind;   // kChunkData, or kDone: no more stages
   int flags;  // kFirst: first chunk of an item's pass (zero the sums); kLast: last (reduce and write)
-  int expert, n0, tp, k0, cb;
+  int expert, n0, tp, k0, cb, first_block;
   int pairs[kNT * kColTile];  // the pass's pairs, -1 past tp
+  float sw[2][kChunkBlocks];  // fp8: weight scales of MMA rows 0-7 / 8-15 per K block of the chunk
+  float sx[kNT * kColTile][kChunkBlocks];  // fp8: activation scales of each column per K block of the chunk
 };
 constexpr int kChunkData = 0, kDone = 1, kFirst = 1, kLast = 2;
+
+__host__ __device__ constexpr size_t header_bytes(int nt) {
+  return (sizeof(int) * (8 + nt * kColTile) + sizeof(float) * (2 + nt * kColTile) * kChunkBlocks + 127) /
+         128 * 128;
+}
 
 __host__ __device__ constexpr size_t red_bytes(int nt) {
   return static_cast<size_t>(kConsumers) * nt * 32 * 4 * sizeof(float);
 }
 __host__ __device__ constexpr size_t stage_bytes(int nt) {
-  return kHeaderBytes + static_cast<size_t>(kTileRows + nt * kColTile) * kRowStride;
+  return header_bytes(nt) + static_cast<size_t>(kTileRows + nt * kColTile) * kRowStride;
 }
 constexpr int ring_depth(int nt) {
   return static_cast<int>(std::min<size_t>(
@@ -88,7 +98,9 @@ constexpr int ring_depth(int nt) {
 constexpr size_t smem_bytes(int nt) {
   return kBarrierBytes + red_bytes(nt) + static_cast<size_t>(ring_depth(nt)) * stage_bytes(nt);
 }
-static_assert(sizeof(StageHeader<kMaxPassTiles>) <= kHeaderBytes, "stage header too large");
+static_assert(sizeof(StageHeader<1>) <= header_bytes(1) && sizeof(StageHeader<2>) <= header_bytes(2) &&
+                  sizeof(StageHeader<kMaxPassTiles>) <= header_bytes(kMaxPassTiles),
+              "stage header layout");
 
 int sm_count() {
   static const int count = [] {
@@ -107,7 +119,7 @@ struct Ring {
   __device__ StageHeader<kNT>* header(int slot) const {
     return reinterpret_cast<StageHeader<kNT>*>(base + slot * stage_bytes(kNT));
   }
-  __device__ uint8_t* rows_a(int slot) const { return base + slot * stage_bytes(kNT) + kHeaderBytes; }
+  __device__ uint8_t* rows_a(int slot) const { return base + slot * stage_bytes(kNT) + header_bytes(kNT); }
   __device__ uint8_t* rows_b(int slot) const { return rows_a(slot) + kTileRows * kRowStride; }
 };
 
@@ -172,13 +184,9 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
                             : -1;
     }
     const int n0 = kStage == 1 ? tile * 8 : tile * 16;
-    if (kFp8 && lane < 4) {  // the consumers read the item's weight scales: have them in L1 when they do
-      const float* sl;
-      const float* sh;
-      weight_scale_rows<kStage>(a, expert, n0, &sl, &sh);
-      const int len = kStage == 1 ? (a.w.hidden + 127) / 128 : a.w.scale_blocks;
-      if ((lane % 2) * 32 < len) prefetch_l1((lane < 2 ? sl : sh) + (lane % 2) * 32);
-    }
+    const float* sw_lo = nullptr;
+    const float* sw_hi = nullptr;
+    if (kFp8) weight_scale_rows<kStage>(a, expert, n0, &sw_lo, &sw_hi);
     for (int p0 = pair_begin; p0 < pair_end; p0 += a.pass_tokens) {
       const int tp = min(a.pass_tokens, pair_end - p0);
       const int pair =
@@ -199,6 +207,21 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
           hdr->cb = cb;
         }
         if (lane < kNT * kColTile) hdr->pairs[lane] = pair;
+        if (kFp8) {  // the chunk's scales, by cp.async like its data
+          const int b0 = (k0 + a.k_phase) / 128, nb = (k0 + cb - 1 + a.k_phase) / 128 - b0 + 1;
+          if (lane == 0) hdr->first_block = b0;
+          if (lane < 2 * nb) {
+            const int half = lane / nb, b = lane % nb;
+            cp_async4(shared_addr(&hdr->sw[half][b]), (half ? sw_hi : sw_lo) + b0 + b, true);
+          }
+          for (int base = 0; base < tp * nb; base += 32) {
+            const int idx = base + lane, i = idx / nb, b = idx % nb;
+            const int p = __shfl_sync(0xffffffffu, pair, i & 31);
+            if (idx < tp * nb)
+              cp_async4(shared_addr(&hdr->sx[i][b]),
+                        a.in_scales + static_cast<size_t>(p / a.in_div) * a.groups + b0 + b, true);
+          }
+        }
         uint8_t* A = ring.rows_a(slot);
 #pragma unroll 4
         for (int r = 0; r < kTileRows; ++r) {
@@ -252,15 +275,26 @@ __device__ __forceinline__ void consume_step(const StreamKernelArgs& a, const ui
   const int byte = j * kStepBytes + tig * 16;
   const bool in_k = byte < hdr->cb;  // bytes past the chunk's end hold stale data: both operands are zeroed
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  const uint4 lo = in_k ? lds16(A + gid * kRowStride + byte) : zero;
-  const uint4 hi = in_k ? lds16(A + (gid + 8) * kRowStride + byte) : zero;
+  // Rows past the weights' end and columns past the pass's tokens were not written in this call: zeroed too.
+  bool lo_ok, hi_ok;
+  if (kStage == 1) {
+    lo_ok = hi_ok = hdr->n0 + gid < a.w.inter;
+  } else {
+    lo_ok = hdr->n0 + gid < a.w.hidden;
+    hi_ok = hdr->n0 + gid + 8 < a.w.hidden;
+  }
+  const uint4 lo = in_k && lo_ok ? lds16(A + gid * kRowStride + byte) : zero;
+  const uint4 hi = in_k && hi_ok ? lds16(A + (gid + 8) * kRowStride + byte) : zero;
+  uint4 bt[kNT];
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+    bt[t] = in_k && t * kColTile + gid < hdr->tp ? lds16(B + (t * kColTile + gid) * kRowStride + byte) : zero;
   if constexpr (!kFp8) {
     const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
 #pragma unroll
     for (int t = 0; t < kNT; ++t) {
       if (t >= nt) break;
-      const uint4 b = in_k ? lds16(B + (t * kColTile + gid) * kRowStride + byte) : zero;
-      const uint32_t b0[2] = {b.x, b.y}, b1[2] = {b.z, b.w};
+      const uint32_t b0[2] = {bt[t].x, bt[t].y}, b1[2] = {bt[t].z, bt[t].w};
       mma_16x8x32B<false>(acc[t], a0, b0);
       mma_16x8x32B<false>(acc[t], a1, b1);
     }
@@ -269,18 +303,12 @@ __device__ __forceinline__ void consume_step(const StreamKernelArgs& a, const ui
     const int b_first = (k0 + a.k_phase) / 128;
     const int b_last = (min(k0 + kStepBytes, a.k) - 1 + a.k_phase) / 128;
     const int b_mine = (hdr->k0 + byte + a.k_phase) / 128;
-    const float* sw_lo;
-    const float* sw_hi;
-    weight_scale_rows<kStage>(a, hdr->expert, hdr->n0, &sw_lo, &sw_hi);
-    uint4 bt[kNT];
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-      bt[t] = in_k && t < nt ? lds16(B + (t * kColTile + gid) * kRowStride + byte) : zero;
     for (int b = b_first; b <= b_last; ++b) {
       const uint32_t m = in_k && b_mine == b ? 0xffffffffu : 0u;  // this lane's 16 bytes lie in block b
       const uint32_t a0[4] = {lo.x & m, hi.x & m, lo.y & m, hi.y & m};
       const uint32_t a1[4] = {lo.z & m, hi.z & m, lo.w & m, hi.w & m};
-      const float wl = __ldg(sw_lo + b), wh = __ldg(sw_hi + b);
+      const int hb = b - hdr->first_block;
+      const float wl = hdr->sw[0][hb], wh = hdr->sw[1][hb];
 #pragma unroll
       for (int t = 0; t < kNT; ++t) {
         if (t >= nt) break;
@@ -289,11 +317,8 @@ __device__ __forceinline__ void consume_step(const StreamKernelArgs& a, const ui
         mma_16x8x32B<true>(raw, a0, b0);
         mma_16x8x32B<true>(raw, a1, b1);
         const int c0 = t * kColTile + 2 * tig;
-        const int p0 = c0 < hdr->tp ? hdr->pairs[c0] : -1, p1 = c0 + 1 < hdr->tp ? hdr->pairs[c0 + 1] : -1;
-        const float x0 =
-            p0 >= 0 ? __ldg(a.in_scales + static_cast<size_t>(p0 / a.in_div) * a.groups + b) : 0.0f;
-        const float x1 =
-            p1 >= 0 ? __ldg(a.in_scales + static_cast<size_t>(p1 / a.in_div) * a.groups + b) : 0.0f;
+        const float x0 = c0 < hdr->tp ? hdr->sx[c0][hb] : 0.0f,
+                    x1 = c0 + 1 < hdr->tp ? hdr->sx[c0 + 1][hb] : 0.0f;
         acc[t][0] = fmaf(raw[0], wl * x0, acc[t][0]);
         acc[t][1] = fmaf(raw[1], wl * x1, acc[t][1]);
         acc[t][2] = fmaf(raw[2], wh * x0, acc[t][2]);
