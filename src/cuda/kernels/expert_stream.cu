@@ -20,6 +20,7 @@
 #include "cuda/kernels/expert_stream.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
@@ -33,8 +34,10 @@
 namespace moe::cuda {
 namespace {
 
-constexpr int kConsumers = 8;  // consumer warps; one more warp produces
-constexpr int kThreads = (kConsumers + 1) * 32;
+constexpr int kConsumers = 8;  // consumer warps; 1 or 4 more warps produce (MOE_STREAM_PRODUCERS)
+constexpr int threads_of(int producers) {
+  return (kConsumers + producers) * 32;
+}
 constexpr int kStepBytes = 64;                   // K bytes of one MMA step pair: 16 per lane of a quad
 constexpr int kChunk = kConsumers * kStepBytes;  // K bytes of one ring stage
 constexpr int kRowStride = kChunk + 64;  // 64 bytes past a multiple of 128: conflict-free 16-byte reads
@@ -153,12 +156,16 @@ __device__ __forceinline__ void weight_scale_rows(const StreamKernelArgs& a, int
   }
 }
 
-// The ring's full barriers expect one cp.async arrival per producer lane plus lane 0's arrival after the
-// header.
-constexpr uint32_t kFullArrivals = 33;
+// The ring's full barriers expect one cp.async arrival per producer lane plus one arrival after the header.
+constexpr uint32_t full_arrivals(int producers) {
+  return 32u * producers + 1u;
+}
 
-template <bool kFp8, int kStage, int kNT>
-__device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
+// Producer warp pw of kProd: all walk the same items and chunks; warp 0 writes each stage's header and
+// scales, and warp pw copies weight rows pw, pw + kProd, ... and token rows likewise.
+template <bool kFp8, int kStage, int kNT, int kProd>
+__device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring, int pw) {
+  const bool leader = pw == 0;
   const int lane = threadIdx.x % 32;
   bool waited = kStage == 1;  // stage 1 needs the prologue's grouping at once; stage 2 only its inputs
   if (waited) {
@@ -197,7 +204,7 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
         const bool lane_in = lane * 16 < cb;
         mbar_wait(&ring.empty[slot], parity);
         StageHeader<kNT>* hdr = ring.header(slot);
-        if (lane == 0) {
+        if (leader && lane == 0) {
           hdr->kind = kChunkData;
           hdr->flags = (c == 0 ? kFirst : 0) | (c == a.chunks - 1 ? kLast : 0);
           hdr->expert = expert;
@@ -206,8 +213,8 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
           hdr->k0 = k0;
           hdr->cb = cb;
         }
-        if (lane < kNT * kColTile) hdr->pairs[lane] = pair;
-        if (kFp8) {  // the chunk's scales, by cp.async like its data
+        if (leader && lane < kNT * kColTile) hdr->pairs[lane] = pair;
+        if (kFp8 && leader) {  // the chunk's scales, by cp.async like its data
           const int b0 = (k0 + a.k_phase) / 128, nb = (k0 + cb - 1 + a.k_phase) / 128 - b0 + 1;
           if (lane == 0) hdr->first_block = b0;
           if (lane < 2 * nb) {
@@ -224,7 +231,7 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
         }
         uint8_t* A = ring.rows_a(slot);
 #pragma unroll 4
-        for (int r = 0; r < kTileRows; ++r) {
+        for (int r = pw; r < kTileRows; r += kProd) {
           bool ok;
           const uint8_t* wrow = weight_row<kStage>(a, expert, tile, r, &ok);
           if (ok && lane_in) cp_async16_to(A + r * kRowStride + lane * 16, wrow + kl, true);
@@ -235,7 +242,7 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
           waited = true;
         }
         uint8_t* B = ring.rows_b(slot);
-        for (int i = 0; i < tp; ++i) {
+        for (int i = pw; i < tp; i += kProd) {
           const int p = __shfl_sync(0xffffffffu, pair, i);
           if (lane_in)
             cp_async16_to(B + i * kRowStride + lane * 16,
@@ -243,7 +250,7 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
         }
         cp_async_mbar_arrive(&ring.full[slot]);
         __syncwarp();
-        if (lane == 0) mbar_arrive(&ring.full[slot]);  // the header is written
+        if (leader && lane == 0) mbar_arrive(&ring.full[slot]);  // the header is written
         if (++slot == a.ring) {
           slot = 0;
           parity ^= 1u;
@@ -256,10 +263,10 @@ __device__ void produce(const StreamKernelArgs& a, const Ring<kNT>& ring) {
     pdl_trigger();
   }
   mbar_wait(&ring.empty[slot], parity);
-  if (lane == 0) ring.header(slot)->kind = kDone;
+  if (leader && lane == 0) ring.header(slot)->kind = kDone;
   __syncwarp();
   mbar_arrive(&ring.full[slot]);
-  if (lane == 0) mbar_arrive(&ring.full[slot]);
+  if (leader && lane == 0) mbar_arrive(&ring.full[slot]);
 }
 
 __device__ __forceinline__ uint4 lds16(const uint8_t* p) {
@@ -404,8 +411,9 @@ __device__ void consume(const StreamKernelArgs& a, const Ring<kNT>& ring, float*
   }
 }
 
-template <bool kFp8, int kStage, int kNT>
-__global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) expert_stream_kernel(StreamKernelArgs a) {
+template <bool kFp8, int kStage, int kNT, int kProd>
+__global__ void __launch_bounds__(threads_of(kProd), blocks_per_sm(kNT))
+    expert_stream_kernel(StreamKernelArgs a) {
   extern __shared__ __align__(128) uint8_t smem[];
   Ring<kNT> ring;
   ring.full = reinterpret_cast<uint64_t*>(smem);
@@ -414,14 +422,14 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) expert_stream_ke
   ring.base = smem + kBarrierBytes + red_bytes(kNT);
   if (threadIdx.x == 0) {
     for (int i = 0; i < a.ring; ++i) {
-      mbar_init(&ring.full[i], kFullArrivals);
+      mbar_init(&ring.full[i], full_arrivals(kProd));
       mbar_init(&ring.empty[i], kConsumers);
     }
     mbar_init_fence();
   }
   __syncthreads();
-  if (threadIdx.x / 32 == kConsumers)
-    produce<kFp8, kStage, kNT>(a, ring);
+  if (threadIdx.x / 32 >= kConsumers)
+    produce<kFp8, kStage, kNT, kProd>(a, ring, static_cast<int>(threadIdx.x / 32) - kConsumers);
   else
     consume<kFp8, kStage, kNT>(a, ring, red);
 }
@@ -443,7 +451,7 @@ StreamGeom geometry(const ExpertWeightsDev& w, int stage) {
   return g;
 }
 
-template <bool kFp8, int kStage, int kNT>
+template <bool kFp8, int kStage, int kNT, int kProd>
 void launch_one(StreamKernelArgs k, const StreamGeom& g, int max_groups, cudaStream_t stream) {
   k.k = g.k;
   k.k_bytes = g.k_bytes;
@@ -454,24 +462,43 @@ void launch_one(StreamKernelArgs k, const StreamGeom& g, int max_groups, cudaStr
   k.pass_tokens = kNT * kColTile;
   k.ring = ring_depth(kNT);
   constexpr size_t smem = smem_bytes(kNT);
-  auto kernel = expert_stream_kernel<kFp8, kStage, kNT>;
+  auto kernel = expert_stream_kernel<kFp8, kStage, kNT, kProd>;
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   const long long items = static_cast<long long>(max_groups) * g.tiles;
   const unsigned grid = static_cast<unsigned>(
       std::min<long long>(static_cast<long long>(blocks_per_sm(kNT)) * sm_count(), items));
-  launch_overlapped(kernel, dim3(grid), dim3(kThreads), smem, stream, k);
+  launch_overlapped(kernel, dim3(grid), dim3(threads_of(kProd)), smem, stream, k);
+}
+
+// Producer warps per block: MOE_STREAM_PRODUCERS=4 for four (an experiment: whether one warp keeps enough
+// copies in flight), else one. Read once.
+int producer_warps() {
+  static const int n = [] {
+    const char* v = std::getenv("MOE_STREAM_PRODUCERS");
+    return v && std::atoi(v) == 4 ? 4 : 1;
+  }();
+  return n;
+}
+
+template <bool kFp8, int kStage, int kNT>
+void launch_with_producers(const StreamKernelArgs& k, const StreamGeom& g, int max_groups,
+                           cudaStream_t stream) {
+  if (producer_warps() == 4)
+    launch_one<kFp8, kStage, kNT, 4>(k, g, max_groups, stream);
+  else
+    launch_one<kFp8, kStage, kNT, 1>(k, g, max_groups, stream);
 }
 
 template <bool kFp8, int kStage>
 void launch_stage(const StreamKernelArgs& k, const StreamGeom& g, int col_tiles, int max_groups,
                   cudaStream_t stream) {
   if (col_tiles == 1)
-    launch_one<kFp8, kStage, 1>(k, g, max_groups, stream);
+    launch_with_producers<kFp8, kStage, 1>(k, g, max_groups, stream);
   else if (col_tiles == 2)
-    launch_one<kFp8, kStage, 2>(k, g, max_groups, stream);
+    launch_with_producers<kFp8, kStage, 2>(k, g, max_groups, stream);
   else
-    launch_one<kFp8, kStage, 4>(k, g, max_groups, stream);
+    launch_with_producers<kFp8, kStage, 4>(k, g, max_groups, stream);
 }
 
 // Column tiles per pass: enough for the call's largest possible group (at most 4). The choice changes no

@@ -11,6 +11,7 @@
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
@@ -57,7 +58,10 @@ __device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, in
 
 template <int kPerLane>
 __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
-  pdl_trigger();  // the first kernel of a call: launched in stream order, lets the next one start early
+  // The first kernel of a call: launched to overlap the previous kernel's tail, it waits for it before
+  // touching memory (the previous call still reads the workspaces), then lets the next kernel start early.
+  pdl_wait();
+  pdl_trigger();
   const int warp = threadIdx.x / 32;
   const int t = blockIdx.x * kRouteWarps + warp;
   if (t >= M) return;
@@ -78,7 +82,8 @@ template <int kPerLane>
 __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
   __shared__ AlignShared s;
   __shared__ int ids[kSmallMaxPairs];
-  pdl_trigger();  // the first kernel of a call: launched in stream order, lets stage 1 start early
+  pdl_wait();  // the first kernel of a call: as route_kernel
+  pdl_trigger();
   const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
   for (int t = warp; t < M; t += warps) {
@@ -119,14 +124,15 @@ void with_per_lane(int E, Launch&& launch) {
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    route_kernel<decltype(per_lane)::value>
-        <<<(M + kRouteWarps - 1) / kRouteWarps, kRouteWarps * 32, 0, stream>>>(a, M);
+    launch_overlapped(route_kernel<decltype(per_lane)::value>, dim3((M + kRouteWarps - 1) / kRouteWarps),
+                      dim3(kRouteWarps * 32), 0, stream, a, M);
   });
 }
 
 void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream) {
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    prologue_small_kernel<decltype(per_lane)::value><<<1, kAlignThreads, 0, stream>>>(a, al, M);
+    launch_overlapped(prologue_small_kernel<decltype(per_lane)::value>, dim3(1), dim3(kAlignThreads), 0,
+                      stream, a, al, M);
   });
 }
 
