@@ -36,6 +36,24 @@ void report_routing(const MoeCase& c) {
                  static_cast<long>(differ), static_cast<long>(c.M));
 }
 
+// With fp8 1x128 activations, a TP rank whose slice of an intermediate dim is not a whole number of 128-wide
+// groups quantises the pieces of a split group separately (as sglang and vLLM do): a slightly different
+// function from the unsharded one the case's tolerance describes. Such runs are held to the stated TP
+// allowance instead (docs/tensor-parallel.md: measured 1.5-2.5e-2), and the check says so.
+constexpr double kFp8SplitGroupTolerance = 3e-2;
+
+double tolerance_for(const MoeCase& c, int64_t tp) {
+  if (tp == 1 || c.config.act_quant != ActQuant::Fp8_1x128) return c.tolerance;
+  const auto splits = [tp](int64_t inter) { return (inter / tp) % 128 != 0; };
+  const bool split = splits(c.weights.inter) || (c.weights.shared && splits(c.weights.shared->down.cols));
+  if (!split || c.tolerance >= kFp8SplitGroupTolerance) return c.tolerance;
+  std::fprintf(stderr,
+               "moe check: tp=%ld splits fp8 activation groups across ranks (each rank quantises its piece): "
+               "tolerance %g instead of the case's %g\n",
+               static_cast<long>(tp), kFp8SplitGroupTolerance, c.tolerance);
+  return kFp8SplitGroupTolerance;
+}
+
 }  // namespace
 
 int cmd_check(int argc, char** argv) {
@@ -58,9 +76,10 @@ int cmd_check(int argc, char** argv) {
                    describe(c.config).c_str(), backend->name().c_str(), static_cast<long>(tp),
                    static_cast<long>(c.M), static_cast<long>(c.weights.num_experts),
                    static_cast<long>(c.weights.hidden), static_cast<long>(c.weights.inter), ms);
-    std::printf("%s\n", verdict_line(cmp, c.tolerance).c_str());
-    if (!cmp.passed(c.tolerance)) report_routing(c);
-    return cmp.passed(c.tolerance) ? 0 : 1;
+    const double tol = tolerance_for(c, tp);
+    std::printf("%s\n", verdict_line(cmp, tol).c_str());
+    if (!cmp.passed(tol)) report_routing(c);
+    return cmp.passed(tol) ? 0 : 1;
   } catch (const InputError& e) {
     std::fprintf(stderr, "moe check: %s\n", e.what());
     return 2;
