@@ -388,7 +388,9 @@ void CudaModelBackend::fill_kv_random(uint64_t seed) {
 
 }  // namespace gpu
 
-bool cuda_model_backend_available() { return cuda::device_count() > 0; }
+bool cuda_model_backend_available() {
+  return cuda::device_count() > 0;
+}
 
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,
                                                       const BackendOptions& opts,

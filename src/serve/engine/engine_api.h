@@ -1,7 +1,7 @@
 #pragma once
 // The contract between the HTTP front end (src/serve/http) and the scheduler that runs the model
-// (src/serve/engine). The front end only ever talks to this interface, so it can be tested against a stub and the
-// scheduler can be tested without HTTP.
+// (src/serve/engine). The front end only ever talks to this interface, so it can be tested against a stub and
+// the scheduler can be tested without HTTP.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,9 +29,9 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // ends after the token (not returned as text)
   bool ignore_eos = false;
   bool skip_special_tokens = true;
-  int n = 1;                 // choices per request, sharing the prompt's KV
-  bool logprobs = false;     // logprob of each generated token
-  int top_logprobs = 0;      // and this many alternatives per position
+  int n = 1;              // choices per request, sharing the prompt's KV
+  bool logprobs = false;  // logprob of each generated token
+  int top_logprobs = 0;   // and this many alternatives per position
 };
 
 struct GenerateRequest {
@@ -46,15 +46,15 @@ struct GenerateRequest {
 
 struct TokenLogprob {
   int32_t id = 0;
-  std::optional<float> logprob;                  // nullopt for the first prompt token
-  std::vector<std::pair<int32_t, float>> top;    // best alternatives, descending
+  std::optional<float> logprob;                // nullopt for the first prompt token
+  std::vector<std::pair<int32_t, float>> top;  // best alternatives, descending
 };
 
 struct GenerateEvent {
-  int choice = 0;                     // 0 .. n-1
-  std::vector<int32_t> new_ids;       // tokens generated since the last event of this choice
-  std::string new_text;               // their text: valid UTF-8, stop strings already cut
-  std::vector<TokenLogprob> new_logprobs;  // when sampling.logprobs
+  int choice = 0;                             // 0 .. n-1
+  std::vector<int32_t> new_ids;               // tokens generated since the last event of this choice
+  std::string new_text;                       // their text: valid UTF-8, stop strings already cut
+  std::vector<TokenLogprob> new_logprobs;     // when sampling.logprobs
   std::vector<TokenLogprob> prompt_logprobs;  // first event only, when logprob_start_len >= 0
   bool finished = false;
   std::string finish_reason;  // "stop", "length", "abort" (cancelled or failed)
@@ -82,8 +82,8 @@ struct EngineStats {
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Thread-safe. `on_event` is called from the engine's thread, in order, per choice; the final event of every
-  // choice has finished = true. Never blocks on the model.
+  // Thread-safe. `on_event` is called from the engine's thread, in order, per choice; the final event of
+  // every choice has finished = true. Never blocks on the model.
   virtual SubmitResult submit(GenerateRequest req, std::function<void(const GenerateEvent&)> on_event) = 0;
   // Thread-safe; the request's choices finish with reason "abort" and their KV is freed.
   virtual void cancel(const std::string& request_id) = 0;
