@@ -23,6 +23,16 @@ inline int device_count() {
   }
   return n;
 }
+
+// Multiprocessors of device 0 (grid sizing of the fused MoE's kernels). Read once.
+inline int sm_count() {
+  static const int count = [] {
+    int n = 0;
+    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  return count;
+}
 }  // namespace moe::cuda
 
 // After a kernel launch: the launch itself may have failed (bad configuration, too much shared memory).

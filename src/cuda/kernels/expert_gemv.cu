@@ -25,15 +25,6 @@ struct Tile {
   int rows;           // weight rows per block
 };
 
-int sm_count() {
-  static const int count = [] {
-    int n = 0;
-    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
-    return n;
-  }();
-  return count;
-}
-
 // Lanes per row: fewer lanes per row means more rows per block and fewer blocks. The estimate is waves x (a
 // block's fixed latency chain + its chunks per lane), in units of one memory latency; ties keep more lanes.
 template <WFormat F, int STAGE>

@@ -29,7 +29,7 @@
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/tma_pipeline.cuh"
+#include "cuda/kernels/smem_ring.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -104,15 +104,6 @@ constexpr size_t smem_bytes(int nt) {
 static_assert(sizeof(StageHeader<1>) <= header_bytes(1) && sizeof(StageHeader<2>) <= header_bytes(2) &&
                   sizeof(StageHeader<kMaxPassTiles>) <= header_bytes(kMaxPassTiles),
               "stage header layout");
-
-int sm_count() {
-  static const int count = [] {
-    int n = 0;
-    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
-    return n;
-  }();
-  return count;
-}
 
 template <int kNT>
 struct Ring {
