@@ -326,8 +326,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
-  // One path for both projections; the MMA path needs the GEMV's dequantised x for nothing but reads x
-  // itself.
+  // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
+  // codes for the streaming stages; the grouped GEMM quantises x itself.
   const bool mma = use_mma(ws, act, layer.experts().view, M, path);
   const StagePath stages = mma                                ? StagePath::Mma
                            : use_stream(layer, ws, act, path) ? StagePath::Stream

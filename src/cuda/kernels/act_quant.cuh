@@ -24,6 +24,14 @@ struct GroupGrid {
   __device__ __forceinline__ int end(int g) const { return g == 0 ? first : min(n, first + g * len); }
 };
 
+// FORMATS.md section 3, fp8_1x128: a group's scale from its amax, and one value's e4m3 code under that scale.
+__device__ __forceinline__ float fp8_group_scale(float amax) {
+  return fmaxf(amax, 1e-10f) / 448.0f;
+}
+__device__ __forceinline__ uint8_t fp8_code(float v, float s) {
+  return f32_to_fp8e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+}
+
 // Quantises row[g0, g1) in place (g1 - g0 <= 128). Called by all 32 lanes of one warp.
 __device__ __forceinline__ void warp_quantize_group(AQuant q, float* row, int g0, int g1) {
   const int lane = threadIdx.x % 32;
@@ -32,11 +40,8 @@ __device__ __forceinline__ void warp_quantize_group(AQuant q, float* row, int g0
   for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(row[i]));
   amax = warp_max(amax);
   if (q == AQuant::Fp8) {
-    const float s = fmaxf(amax, 1e-10f) / 448.0f;
-    for (int i = g0 + lane; i < g1; i += 32) {
-      const float v = fminf(fmaxf(__fdiv_rn(row[i], s), -448.0f), 448.0f);
-      row[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(v)) * s;
-    }
+    const float s = fp8_group_scale(amax);
+    for (int i = g0 + lane; i < g1; i += 32) row[i] = fp8e4m3_to_f32(fp8_code(row[i], s)) * s;
   } else {
     const float scale = e8m0_to_f32(mx_scale_code(amax));
     for (int i = g0 + lane; i < g1; i += 32) {
@@ -70,14 +75,11 @@ __device__ __forceinline__ float warp_quantize_fp8_codes(const uint16_t* src, in
   }
   float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
   amax = warp_max(amax);
-  const float s = fmaxf(amax, 1e-10f) / 448.0f;
+  const float s = fp8_group_scale(amax);
   if (mine) {
     uint32_t packed = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float q = fminf(fmaxf(__fdiv_rn(v[j], s), -448.0f), 448.0f);
-      packed |= static_cast<uint32_t>(f32_to_fp8e4m3(q)) << (8 * j);
-    }
+    for (int j = 0; j < 4; ++j) packed |= static_cast<uint32_t>(fp8_code(v[j], s)) << (8 * j);
     *reinterpret_cast<uint32_t*>(dst + k) = packed;
   }
   return s;

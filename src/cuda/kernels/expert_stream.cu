@@ -117,6 +117,13 @@ struct Ring {
   __device__ uint8_t* rows_b(int slot) const { return rows_a(slot) + kTileRows * kRowStride; }
 };
 
+// Whether MMA row r (0..15) of the item whose first output is n0 has a weight row: stage 1 rows r and r + 8
+// are the gate and up rows of output n0 + r % 8 (< P); stage 2 row r is output n0 + r (< H).
+template <int kStage>
+__device__ __forceinline__ bool row_exists(const StreamKernelArgs& a, int n0, int r) {
+  return kStage == 1 ? n0 + r % 8 < a.w.inter : n0 + r < a.w.hidden;
+}
+
 // Weight row `r` (0..15) of item (expert, tile) and whether it exists.
 template <int kStage>
 __device__ __forceinline__ const uint8_t* weight_row(const StreamKernelArgs& a, int expert, int tile, int r,
@@ -124,12 +131,12 @@ __device__ __forceinline__ const uint8_t* weight_row(const StreamKernelArgs& a, 
   const int H = a.w.hidden, P = a.w.inter;
   if (kStage == 1) {
     const int n = tile * 8 + r % 8;
-    *ok = r < kTileRows && n < P;
+    *ok = row_exists<1>(a, tile * 8, r);
     const size_t row = static_cast<size_t>(expert) * 2 * P + (r < 8 ? 0 : P) + (*ok ? n : 0);
     return a.w.w13 + row * a.k_bytes;
   }
   const int n = tile * 16 + r;
-  *ok = r < kTileRows && n < H;
+  *ok = row_exists<2>(a, tile * 16, r);
   return a.w.w2 + (static_cast<size_t>(expert) * H + (*ok ? n : 0)) * a.k_bytes;
 }
 
@@ -276,13 +283,7 @@ __device__ __forceinline__ void consume_step(const StreamKernelArgs& a, const ui
   const bool in_k = byte < hdr->cb;  // bytes past the chunk's end hold stale data: both operands are zeroed
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // Rows past the weights' end and columns past the pass's tokens were not written in this call: zeroed too.
-  bool lo_ok, hi_ok;
-  if (kStage == 1) {
-    lo_ok = hi_ok = hdr->n0 + gid < a.w.inter;
-  } else {
-    lo_ok = hdr->n0 + gid < a.w.hidden;
-    hi_ok = hdr->n0 + gid + 8 < a.w.hidden;
-  }
+  const bool lo_ok = row_exists<kStage>(a, hdr->n0, gid), hi_ok = row_exists<kStage>(a, hdr->n0, gid + 8);
   const uint4 lo = in_k && lo_ok ? lds16(A + gid * kRowStride + byte) : zero;
   const uint4 hi = in_k && hi_ok ? lds16(A + (gid + 8) * kRowStride + byte) : zero;
   uint4 bt[kNT];

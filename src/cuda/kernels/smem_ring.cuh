@@ -17,7 +17,7 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_addr(bar)), "r"(count) : "memory");
 }
 
-// Makes initialised barriers visible to the async proxy (bulk copies); follow with __syncthreads().
+// Makes initialised barriers visible to the async proxy (the cp.async arrivals); follow with __syncthreads().
 __device__ __forceinline__ void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }

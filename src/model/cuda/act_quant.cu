@@ -19,11 +19,10 @@ __global__ void prepare_kernel(const float* x, int rows, int n, bool quantise, u
   float amax = 0.0f;
   for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(xr[i]));
   amax = warp_max(amax);
-  const float scale = fmaxf(amax, 1e-10f) / 448.0f;
+  const float scale = fp8_group_scale(amax);
   for (int i = g0 + lane; i < g1; i += 32) {
     float v = xr[i];
-    if (quantise)
-      v = fp8e4m3_to_f32(f32_to_fp8e4m3(fminf(fmaxf(__fdiv_rn(v, scale), -448.0f), 448.0f))) * scale;
+    if (quantise) v = fp8e4m3_to_f32(fp8_code(v, scale)) * scale;
     if (out_bf16) out_bf16[row * n + i] = f32_to_bf16(v);
     if (out_f32) out_f32[row * n + i] = v;
   }

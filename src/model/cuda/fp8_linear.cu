@@ -42,10 +42,8 @@ __global__ void __launch_bounds__(32 * kWarps)
     float amax = 0.0f;
     for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(xr[i]));
     amax = warp_max(amax);
-    const float s = fmaxf(amax, 1e-10f) / 448.0f;
-    for (int i = g0 + lane; i < g1; i += 32)
-      a[m * cols + i] =
-          fp8e4m3_to_f32(f32_to_fp8e4m3(fminf(fmaxf(__fdiv_rn(xr[i], s), -448.0f), 448.0f))) * s;
+    const float s = fp8_group_scale(amax);
+    for (int i = g0 + lane; i < g1; i += 32) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(xr[i], s)) * s;
   }
   __syncthreads();
   const int row = blockIdx.x * kWarps + warp;
