@@ -50,7 +50,8 @@ GemmPath parse_path(const std::string& p) {
   if (p == "gemv") return GemmPath::Gemv;
   if (p == "stream") return GemmPath::Stream;
   if (p == "mma") return GemmPath::Mma;
-  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma)");
+  if (p == "decode") return GemmPath::Decode;
+  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma, decode)");
 }
 
 struct Row {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/launchers.h"
@@ -297,6 +298,31 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
   launch_expert_mma(g, x, M, s, stream);
 }
 
+// The fused decode path's arguments; its dot products take the GEMV's lane split (same bits).
+DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const RouterParams& router,
+                       const ActivationParams& act, const uint16_t* x, const float* logits, const GemvArgs& g,
+                       const GemvArgs& s, uint16_t* out) {
+  DecodeArgs d{};
+  d.router = router;
+  d.act = act;
+  d.logits = logits;
+  d.x = x;
+  d.experts = g.w;
+  d.lanes[0][0] = gemv_lanes_per_row(g, 1);
+  d.lanes[0][1] = gemv_lanes_per_row(g, 2);
+  d.has_shared = layer.shared() != nullptr;
+  if (d.has_shared) {
+    d.shared = s.w;
+    d.shared_gate_weight = layer.shared_gate_weight();
+    d.lanes[1][0] = gemv_lanes_per_row(s, 1);
+    d.lanes[1][1] = gemv_lanes_per_row(s, 2);
+  }
+  d.h = ws.h.as<uint16_t>();
+  d.shared_h = ws.shared_h.as<uint16_t>();
+  d.out = out;
+  return d;
+}
+
 }  // namespace
 
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
@@ -348,6 +374,36 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     ra.shared_active = ws.shared_active.as<int>();
     ra.shared_num_active = ws.shared_num_active.as<int>();
   }
+  GemvArgs g{};
+  g.w = layer.experts().view;
+  g.g = {ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K};
+  g.act = act;
+  g.xq = ws.xq.as<float>();
+  g.h = ws.h.as<uint16_t>();
+  g.y = ws.y.as<float>();
+  g.max_groups = std::min(E, M * K);
+  g.min_groups = std::min(E, K);
+  g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
+  g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
+  GemvArgs s = g;
+  if (shared) {
+    s.w = shared->view;
+    s.g = {ws.shared_offsets.as<int>(), ws.shared_pairs.as<int>(), ws.shared_active.as<int>(),
+           ws.shared_num_active.as<int>(), 1};
+    s.h = ws.shared_h.as<uint16_t>();
+    s.y = ws.shared_y.as<float>();
+    s.max_groups = 1;
+    s.min_groups = 1;
+    s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
+  }
+  // The fused decode path: two launches, nothing else (expert_decode.h).
+  if (stages == StagePath::Gemv && (path == GemmPath::Auto || path == GemmPath::Decode)) {
+    const DecodeArgs d = decode_args(layer, ws, ra.router, act, x, router_logits, g, s, out);
+    if (decode_supported(d, M)) {
+      launch_decode(d, M, stream);
+      return;
+    }
+  }
   const AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
       ws.num_active.as<int>()};
@@ -361,29 +417,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     MOE_CUDA_CHECK_LAUNCH();
   }
 
-  GemvArgs g{};
-  g.w = layer.experts().view;
-  g.g = {ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K};
-  g.act = act;
-  g.xq = ws.xq.as<float>();
-  g.h = ws.h.as<uint16_t>();
-  g.y = ws.y.as<float>();
-  g.max_groups = std::min(E, M * K);
-  g.min_groups = std::min(E, K);
-  g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
-  g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
   run_expert_stages(g, ws, false, x, M, stages, stream);
 
   if (shared) {
-    GemvArgs s = g;
-    s.w = shared->view;
-    s.g = {ws.shared_offsets.as<int>(), ws.shared_pairs.as<int>(), ws.shared_active.as<int>(),
-           ws.shared_num_active.as<int>(), 1};
-    s.h = ws.shared_h.as<uint16_t>();
-    s.y = ws.shared_y.as<float>();
-    s.max_groups = 1;
-    s.min_groups = 1;
-    s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
     run_expert_stages(s, ws, true, x, M, stages, stream);
   }
 

@@ -1,4 +1,5 @@
-// Each way of running stages 1 and 2 forced at sizes the automatic choice never gives it: the tensor-core
+// Each way of running stages 1 and 2 forced at sizes the automatic choice never gives it (the fused decode
+// kernels, expert_decode.h, must moreover equal the GEMV bit for bit): the tensor-core
 // grouped GEMM (expert_mma.h) at tiny M (one partial row tile per expert), the streaming tensor-core stages
 // (expert_stream.h) at large M (several passes over the weights per expert, h quantised by its own launch),
 // the CUDA-core GEMV at every M; with a shared expert and a K tail, against the CPU reference; and
@@ -80,7 +81,10 @@ int64_t non_finite(const std::vector<float>& v) {
 }
 
 const char* path_name(cuda::GemmPath p) {
-  return p == cuda::GemmPath::Mma ? "mma" : p == cuda::GemmPath::Stream ? "stream" : "gemv";
+  return p == cuda::GemmPath::Mma      ? "mma"
+         : p == cuda::GemmPath::Stream ? "stream"
+         : p == cuda::GemmPath::Decode ? "decode"
+                                       : "gemv";
 }
 
 class ForcedPathGpu : public ::testing::TestWithParam<std::tuple<WeightFormat, cuda::GemmPath>> {};
@@ -139,14 +143,41 @@ TEST_P(ForcedPathGpu, TensorParallelShardMatchesGemv) {
                   verdict_line(cmp, tol).c_str());
       EXPECT_EQ(non_finite(got), 0);
       EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
+      if (path == cuda::GemmPath::Decode) {  // same lane split and order as the GEMV: the same bits
+        EXPECT_EQ(0, std::memcmp(got.data(), gemv.data(), got.size() * 4)) << "M=" << M;
+      }
     }
+  }
+}
+
+// The fused decode kernels compute each dot product and the combine as the GEMV path does, so every token's
+// output has the same bits on both paths, at every M the decode path takes: batch invariance across the
+// switch between them. With a shared expert and a K tail.
+TEST_P(ForcedPathGpu, DecodeBitsEqualGemv) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const auto [f, path] = GetParam();
+  if (path != cuda::GemmPath::Decode) GTEST_SKIP() << "decode only";
+  constexpr int kM = 8;
+  const GpuCase g = make_case(f, kM, 64, 1024, 720, 6, 384);
+  const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), layout::Parallelism{});
+  const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
+  cuda::DeviceMoeLayer layer(g.c.config, rank);
+  cuda::MoeWorkspace ws(layer, kM);
+  for (int M = 1; M <= kM; ++M) {
+    const std::vector<float> gemv = run(layer, ws, g, M, cuda::GemmPath::Gemv);
+    const std::vector<float> got = run(layer, ws, g, M, cuda::GemmPath::Decode);
+    const bool same = std::memcmp(got.data(), gemv.data(), got.size() * 4) == 0;
+    std::printf("[decode %s] M=%d vs GEMV: %s\n", std::string(format_name(f)).c_str(), M,
+                same ? "identical bits" : "DIFFERENT");
+    EXPECT_EQ(non_finite(got), 0) << "M=" << M;
+    EXPECT_TRUE(same) << "M=" << M;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,
                          ::testing::Combine(::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                                             ::testing::Values(cuda::GemmPath::Mma, cuda::GemmPath::Stream,
-                                                              cuda::GemmPath::Gemv)),
+                                                              cuda::GemmPath::Decode, cuda::GemmPath::Gemv)),
                          [](const auto& p) {
                            return std::string(format_name(std::get<0>(p.param))) + "_" +
                                   path_name(std::get<1>(p.param));

@@ -5,9 +5,13 @@
 // them.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/activation.cuh"
+#include "cuda/kernels/gemv_rows.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
@@ -45,67 +49,6 @@ Tile choose_tile(int K, int groups, int out_rows) {
   return best;
 }
 
-__device__ __forceinline__ float activation(const ActivationParams& p, float g, float u) {
-  if (p.act == Act::Silu) return g / (1.0f + expf(-g)) * u;
-  g = fminf(g, p.swiglu_limit);
-  u = fminf(fmaxf(u, -p.swiglu_limit), p.swiglu_limit);
-  return g / (1.0f + expf(-p.swiglu_alpha * g)) * (u + 1.0f);
-}
-
-// Where a stage-1 or stage-2 weight row lives, and its scale row.
-template <WFormat F, int STAGE>
-struct RowRef {
-  const uint8_t* w = nullptr;
-  const void* scale = nullptr;
-  bool valid = false;
-};
-
-template <WFormat F, int STAGE>
-__device__ __forceinline__ RowRef<F, STAGE> row_ref(const ExpertWeightsDev& w, int e, int tile_row0, int r,
-                                                    int tile_rows) {
-  RowRef<F, STAGE> ref;
-  constexpr int kX2 = WeightTraits<F>::kElemBytesX2;
-  const int H = w.hidden, P = w.inter;
-  if (STAGE == 1) {
-    const int half_rows = tile_rows / 2;
-    const int half = r / half_rows, n = tile_row0 + r % half_rows;  // gate rows, then up rows of the same n
-    if (n >= P) return ref;
-    const size_t row_bytes = static_cast<size_t>(H) * kX2 / 2;
-    const size_t srow = static_cast<size_t>(half) * P + n;
-    ref.w = w.w13 + (static_cast<size_t>(e) * 2 * P + srow) * row_bytes;
-    if (F == WFormat::Fp8Block) {
-      const int hb = (H + 127) / 128;
-      ref.scale =
-          static_cast<const float*>(w.w13_scale) +
-          (static_cast<size_t>(e) * 2 * w.scale_blocks + half * w.scale_blocks + (n + w.phase) / 128) * hb;
-    } else if (F == WFormat::Mxfp4) {
-      ref.scale =
-          static_cast<const uint8_t*>(w.w13_scale) + (static_cast<size_t>(e) * 2 * P + srow) * (H / 32);
-    }
-  } else {
-    const int h = tile_row0 + r;
-    if (h >= H) return ref;
-    const size_t row_bytes = static_cast<size_t>(P) * kX2 / 2;
-    ref.w = w.w2 + (static_cast<size_t>(e) * H + h) * row_bytes;
-    if (F == WFormat::Fp8Block) {
-      ref.scale = static_cast<const float*>(w.w2_scale) +
-                  (static_cast<size_t>(e) * ((H + 127) / 128) + h / 128) * w.scale_blocks;
-    } else if (F == WFormat::Mxfp4) {
-      ref.scale = static_cast<const uint8_t*>(w.w2_scale) + (static_cast<size_t>(e) * H + h) * (P / 32);
-    }
-  }
-  ref.valid = true;
-  return ref;
-}
-
-// Scale of the chunk starting at element k0 of a row (its K phase included).
-template <WFormat F>
-__device__ __forceinline__ float chunk_scale(const void* scale, int k0, int k_phase) {
-  if (F == WFormat::Fp8Block) return static_cast<const float*>(scale)[(k0 + k_phase) / 128];
-  if (F == WFormat::Mxfp4) return e8m0_to_f32(static_cast<const uint8_t*>(scale)[k0 / 32]);
-  return 1.0f;
-}
-
 // Loads the pass's token rows into shared memory as floats, quantised as the kernels' inputs are: stage 1
 // copies the prologue's quantised x; stage 2 widens h and quantises it, every warp taking (token, group)
 // pairs.
@@ -141,27 +84,6 @@ __device__ void load_activations(const GemvArgs& a, float* act, int K, int pair0
   __syncthreads();
 }
 
-// One lane group's R weight rows at one K chunk: the raw bytes and the chunk's scales, loaded ahead of use.
-template <WFormat F, int STAGE>
-struct Chunk {
-  uint4 raw[WeightTraits<F>::kRows];
-  float scale[WeightTraits<F>::kRows];
-};
-
-template <WFormat F, int STAGE>
-__device__ __forceinline__ void load_chunk(Chunk<F, STAGE>& c, const RowRef<F, STAGE>* rows, int j,
-                                           int chunks, int k_phase) {
-  using Tr = WeightTraits<F>;
-  const int k0 = j * Tr::kElems;
-#pragma unroll
-  for (int r = 0; r < Tr::kRows; ++r) {
-    const bool ok = rows[r].valid && j < chunks;
-    c.raw[r] = ok ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
-                  : make_uint4(0, 0, 0, 0);
-    c.scale[r] = ok ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
-  }
-}
-
 template <WFormat F, int STAGE>
 __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Tile tile) {
   using Tr = WeightTraits<F>;
@@ -188,15 +110,15 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
   float* act = smem;                // [kTokens][K]
   float* res = smem + kTokens * K;  // [kTokens][tile.rows]
 
-  RowRef<F, STAGE> rows[R];
+  RowRef rows[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) rows[r] = row_ref<F, STAGE>(a.w, expert, tile_row0, row0 + r, tile.rows);
 
   for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
     const int nt = min(kTokens, pair_end - p0);
     // The first weight chunk is requested before the activations are loaded: its latency hides behind them.
-    Chunk<F, STAGE> next;
-    load_chunk(next, rows, lg, chunks, k_phase);
+    Chunk<F, R> next;
+    load_chunk<F, R>(next, rows, lg, chunks, k_phase);
     if (STAGE == 2 && p0 == pair_begin) pdl_wait();
     if (p0 == pair_begin) pdl_trigger();
     __syncthreads();  // the previous pass is done with act and res
@@ -209,41 +131,16 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
       for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
 
     for (int j = lg; j < chunks; j += LPR) {
-      const Chunk<F, STAGE> cur = next;
-      load_chunk(next, rows, j + LPR, chunks, k_phase);  // one chunk ahead
-      const int k0 = j * E;
-      float wv[R][E];
-#pragma unroll
-      for (int r = 0; r < R; ++r) decode16<F>(cur.raw[r], wv[r]);
-#pragma unroll
-      for (int t = 0; t < kTokens; ++t) {
-        if (t >= nt) break;
-        const float4* av4 = reinterpret_cast<const float4*>(act + t * K + k0);
-        float part[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) part[r] = 0.0f;
-#pragma unroll
-        for (int q = 0; q < E / 4; ++q) {
-          const float4 av = av4[q];
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            part[r] = fmaf(wv[r][4 * q], av.x, part[r]);
-            part[r] = fmaf(wv[r][4 * q + 1], av.y, part[r]);
-            part[r] = fmaf(wv[r][4 * q + 2], av.z, part[r]);
-            part[r] = fmaf(wv[r][4 * q + 3], av.w, part[r]);
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < R; ++r) acc[t][r] = fmaf(part[r], cur.scale[r], acc[t][r]);
-      }
+      const Chunk<F, R> cur = next;
+      load_chunk<F, R>(next, rows, j + LPR, chunks, k_phase);  // one chunk ahead
+      accumulate_chunk<F, R, kTokens>(cur, act, K, j * E, nt, acc);
     }
 
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        float v = acc[t][r];
-        for (int off = LPR / 2; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
+        const float v = lane_group_sum(acc[t][r], LPR);
         if (lg == 0 && row0 + r < tile.rows) res[t * tile.rows + row0 + r] = v;
       }
     }
@@ -260,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
           u += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
         }
         const int pair = a.g.sorted_pairs[p0 + t];
-        a.h[static_cast<size_t>(pair) * P + col] = f32_to_bf16(activation(a.act, g, u));
+        a.h[static_cast<size_t>(pair) * P + col] = f32_to_bf16(gated_activation(a.act, g, u));
       }
     } else {
       const int H = a.w.hidden;
@@ -276,16 +173,23 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
   }
 }
 
+// The tile is chosen for the fewest experts a call can touch (top_k, one token), never for this call's M: the
+// lanes that split K fix each dot product's summation order, so one choice for every M keeps a token's bits
+// the same alone and inside any batch (and the same in the fused decode kernels, which take this choice).
+template <WFormat F, int STAGE>
+Tile tile_for(const GemvArgs& a) {
+  const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
+  const int out_rows = STAGE == 1 ? a.w.inter : a.w.hidden;
+  const int forced = STAGE == 1 ? a.stage1_lanes_per_row : a.stage2_lanes_per_row;
+  return forced > 0 ? Tile{forced, kWarps * (32 / forced) * WeightTraits<F>::kRows}
+                    : choose_tile<F, STAGE>(K, a.min_groups, out_rows);
+}
+
 template <WFormat F, int STAGE>
 void launch_stage(const GemvArgs& a, cudaStream_t stream) {
   const int K = STAGE == 1 ? a.w.hidden : a.w.inter;
   const int out_rows = STAGE == 1 ? a.w.inter : a.w.hidden;
-  const int forced = STAGE == 1 ? a.stage1_lanes_per_row : a.stage2_lanes_per_row;
-  // The tile is chosen for the fewest experts a call can touch (top_k, one token), never for this call's M:
-  // the lanes that split K fix each dot product's summation order, so one choice for every M keeps a token's
-  // bits the same alone and inside any batch.
-  const Tile tile = forced > 0 ? Tile{forced, kWarps * (32 / forced) * WeightTraits<F>::kRows}
-                               : choose_tile<F, STAGE>(K, a.min_groups, out_rows);
+  const Tile tile = tile_for<F, STAGE>(a);
   const int per_block = STAGE == 1 ? tile.rows / 2 : tile.rows;
   const dim3 grid(a.max_groups, (out_rows + per_block - 1) / per_block);
   const size_t smem =
@@ -312,6 +216,21 @@ void dispatch(const GemvArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+int gemv_lanes_per_row(const GemvArgs& a, int stage) {
+  const auto lanes = [&](auto f) {
+    constexpr WFormat F = decltype(f)::value;
+    return stage == 1 ? tile_for<F, 1>(a).lanes_per_row : tile_for<F, 2>(a).lanes_per_row;
+  };
+  switch (a.w.format) {
+    case WFormat::Bf16:
+      return lanes(std::integral_constant<WFormat, WFormat::Bf16>{});
+    case WFormat::Fp8Block:
+      return lanes(std::integral_constant<WFormat, WFormat::Fp8Block>{});
+    default:
+      return lanes(std::integral_constant<WFormat, WFormat::Mxfp4>{});
+  }
+}
 
 void launch_stage1(const GemvArgs& a, cudaStream_t stream) {
   dispatch<1>(a, stream);

@@ -56,6 +56,8 @@ struct GemvArgs {
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
+// Lanes that split one row's K in stage 1 or 2 for these arguments (what fixes each dot product's bits).
+int gemv_lanes_per_row(const GemvArgs& a, int stage);
 void launch_stage2(const GemvArgs& a, cudaStream_t stream);
 
 struct CombineArgs {

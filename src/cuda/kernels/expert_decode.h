@@ -1,0 +1,42 @@
+#pragma once
+// The fused decode path of the MoE (a few tokens per call): two launches instead of prologue, stage 1,
+// stage 2 and combine.
+//   stage 1: every block routes the call's tokens itself, finds its expert (the n-th distinct one chosen) and
+//            its tokens, quantises them, and writes h = act(x W13ᵀ) in bf16;
+//   stage 2: one block per (tile of output rows, token) routes that token again, requests the weights of its
+//            top-k experts and of the shared expert before waiting for stage 1, quantises h, and writes the
+//            weighted sum of the experts' rows straight into the bf16 output.
+// Every dot product uses the GEMV's lane split and operation order (gemv_rows.cuh), and the combine adds the
+// slots in the combine kernel's order, so a token's output has the same bits on this path and on the GEMV
+// path: batch invariance holds across the switch between them.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/moe_params.h"
+
+namespace moe::cuda {
+
+constexpr int kDecodeMaxTokens = 8;
+
+struct DecodeArgs {
+  RouterParams router;
+  ActivationParams act;
+  const float* logits;  // [M, E]
+  const uint16_t* x;    // [M, H] bf16
+  ExpertWeightsDev experts;
+  ExpertWeightsDev shared;  // used when has_shared
+  bool has_shared;
+  const float* shared_gate_weight;  // [H] or null (gate 1)
+  // Lanes per row of [routed, shared][stage 1, stage 2]: the GEMV's choice (gemv_lanes_per_row).
+  int lanes[2][2];
+  uint16_t* h;         // [M * top_k, P] bf16 workspace
+  uint16_t* shared_h;  // [M, Ps] bf16 workspace
+  uint16_t* out;       // [M, H] bf16
+};
+
+// Whether the decode path takes this call (token count, router and shared-memory limits).
+bool decode_supported(const DecodeArgs& a, int M);
+void launch_decode(const DecodeArgs& a, int M, cudaStream_t stream);
+
+}  // namespace moe::cuda
