@@ -320,6 +320,8 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
   d.h = ws.h.as<uint16_t>();
   d.shared_h = ws.shared_h.as<uint16_t>();
   d.out = out;
+  d.topk_ids = ws.topk_ids.as<int>();
+  d.topk_weights = ws.topk_weights.as<float>();
   return d;
 }
 

@@ -84,9 +84,9 @@ __device__ void find_slot_expert(Stage1Shared& s, int n_pairs, int slot) {
 template <WFormat F, int PER_LANE>
 __global__ void __launch_bounds__(kThreads, 2) decode_stage1_kernel(DecodeArgs a, int M) {
   // The first kernel of a call: the logits and x come from the previous kernel, and the previous call may
-  // still read h. The successor (stage 2) may start at once: it reads only the call's inputs before waiting.
+  // still read h. Stage 2 is let in only once every block is past its weight loads (below): blocks of it
+  // launched earlier would sit in SM slots that this grid's later blocks need.
   pdl_wait();
-  pdl_trigger();
   __shared__ Stage1Shared s;
   extern __shared__ float smem[];
   const bool is_shared = a.has_shared && blockIdx.x == gridDim.x - 1;
@@ -152,6 +152,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_stage1_kernel(DecodeArgs a
 #pragma unroll
         for (int r = 0; r < kUnitRows; ++r) res[t * tile_rows + row0 + r] = acc[t][r];
     });
+    if (p0 + kTokens >= n) pdl_trigger();  // stage 2 may start requesting its weights
     __syncthreads();
     uint16_t* h = is_shared ? a.shared_h : a.h;
     for (int i = threadIdx.x; i < nt * half; i += blockDim.x) {
@@ -227,8 +228,11 @@ __global__ void __launch_bounds__(kThreads, 2) decode_stage2_kernel(DecodeArgs a
   UnitStream<F, 1, decltype(unit_at)> stream(unit_at, my_units);
   stream.prefill();
 
-  pdl_wait();  // stage 1's h
-  pdl_trigger();
+  pdl_wait();                                      // stage 1's h
+  if (blockIdx.x == 0 && lane < K && warp == 0) {  // the routing, for whoever reads the workspace after
+    a.topk_ids[static_cast<size_t>(t) * K + lane] = ids[lane];
+    a.topk_weights[static_cast<size_t>(t) * K + lane] = weights[lane];
+  }
   const GroupGrid grid_r(a.act.quant, P, a.experts.phase), grid_s(a.act.quant, Ps, a.shared.phase);
   const int gr = grid_r.count(), gs = a.has_shared ? grid_s.count() : 0;
   for (int q = warp; q < K * gr + gs; q += kWarps) {
@@ -252,6 +256,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_stage2_kernel(DecodeArgs a
 #pragma unroll
     for (int r = 0; r < kUnitRows; ++r) y[wh.proj][row0 + r] = acc[0][r];
   });
+  pdl_trigger();  // the next call's first kernel waits for this grid's end anyway; it may launch now
   __syncthreads();
 
   // The combine: slots in order, then the shared expert, each output as the GEMV's y (sum + bias).

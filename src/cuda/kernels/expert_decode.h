@@ -30,9 +30,11 @@ struct DecodeArgs {
   const float* shared_gate_weight;  // [H] or null (gate 1)
   // Lanes per row of [routed, shared][stage 1, stage 2]: the GEMV's choice (gemv_lanes_per_row).
   int lanes[2][2];
-  uint16_t* h;         // [M * top_k, P] bf16 workspace
-  uint16_t* shared_h;  // [M, Ps] bf16 workspace
-  uint16_t* out;       // [M, H] bf16
+  uint16_t* h;          // [M * top_k, P] bf16 workspace
+  uint16_t* shared_h;   // [M, Ps] bf16 workspace
+  uint16_t* out;        // [M, H] bf16
+  int* topk_ids;        // [M, top_k] out: the routing, as the prologue writes it
+  float* topk_weights;  // [M, top_k]
 };
 
 // Whether the decode path takes this call (token count, router and shared-memory limits).
