@@ -57,6 +57,13 @@ GpuCase make_case(WeightFormat f, int64_t M, int64_t E, int64_t H, int64_t I, in
   return out;
 }
 
+// The case's weights as one rank of `par` holds them, on the GPU.
+cuda::DeviceMoeLayer upload_rank(const GpuCase& g, const layout::Parallelism& par = {}) {
+  const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), par);
+  const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
+  return cuda::DeviceMoeLayer(g.c.config, rank);
+}
+
 std::vector<float> run(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws, const GpuCase& g, int M,
                        cuda::GemmPath path) {
   const int H = layer.hidden(), E = static_cast<int>(g.c.router_logits.shape[1]);
@@ -97,9 +104,7 @@ TEST_P(ForcedPathGpu, MatchesReference) {
   const auto [f, path] = GetParam();
   constexpr int kMaxM = 300;
   const GpuCase g = make_case(f, kMaxM, 64, 1024, 720, 6, 384);
-  const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), layout::Parallelism{});
-  const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
-  cuda::DeviceMoeLayer layer(g.c.config, rank);
+  const cuda::DeviceMoeLayer layer = upload_rank(g);
   cuda::MoeWorkspace ws(layer, kMaxM);
   const int H = layer.hidden();
   std::vector<float> ref(static_cast<size_t>(kMaxM) * H);
@@ -130,9 +135,7 @@ TEST_P(ForcedPathGpu, TensorParallelShardMatchesGemv) {
     layout::Parallelism par;
     par.tp_rank = rank_id;
     par.tp_size = tp;
-    const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), par);
-    const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
-    cuda::DeviceMoeLayer layer(g.c.config, rank);
+    const cuda::DeviceMoeLayer layer = upload_rank(g, par);
     cuda::MoeWorkspace ws(layer, kM);
     for (int M : {1, 7, kM}) {
       const std::vector<float> gemv = run(layer, ws, g, M, cuda::GemmPath::Gemv);
@@ -160,9 +163,7 @@ TEST_P(ForcedPathGpu, DecodeBitsEqualGemv) {
   if (path != cuda::GemmPath::Decode) GTEST_SKIP() << "decode only";
   constexpr int kM = 8;
   const GpuCase g = make_case(f, kM, 64, 1024, 720, 6, 384);
-  const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), layout::Parallelism{});
-  const layout::RankWeights rank = layout::shard_moe_weights(g.c.weights, plan);
-  cuda::DeviceMoeLayer layer(g.c.config, rank);
+  const cuda::DeviceMoeLayer layer = upload_rank(g);
   cuda::MoeWorkspace ws(layer, kM);
   for (int M = 1; M <= kM; ++M) {
     const std::vector<float> gemv = run(layer, ws, g, M, cuda::GemmPath::Gemv);

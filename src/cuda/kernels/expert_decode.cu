@@ -4,6 +4,7 @@
 #include "cuda/kernels/expert_decode.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
@@ -79,6 +80,30 @@ __device__ void find_slot_expert(Stage1Shared& s, int n_pairs, int slot) {
   __syncthreads();
 }
 
+// Widens the bf16 rows src(i)[0, len) for i < n into dst + i * dst_stride (len a multiple of 8, rows 16-byte
+// aligned): 16-byte loads spread over the whole block, so the rows cost one memory latency, not one per
+// group. Rows src(i) == nullptr are skipped.
+template <class Src>
+__device__ __forceinline__ void block_widen_rows(Src src, int n, int len, float* dst, int dst_stride) {
+  const int per_row = len / 8;
+  for (int i = threadIdx.x; i < n * per_row; i += blockDim.x) {
+    const int row = i / per_row, c = i % per_row;
+    const uint16_t* from = src(row);
+    if (!from) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(from + c * 8);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    float f[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f[2 * j] = bf16_to_f32(static_cast<uint16_t>(w[j] & 0xffffu));
+      f[2 * j + 1] = bf16_to_f32(static_cast<uint16_t>(w[j] >> 16));
+    }
+    float4* d = reinterpret_cast<float4*>(dst + static_cast<size_t>(row) * dst_stride + c * 8);
+    d[0] = make_float4(f[0], f[1], f[2], f[3]);
+    d[1] = make_float4(f[4], f[5], f[6], f[7]);
+  }
+}
+
 // One block = one distinct expert of the call (or the shared expert, the grid's last x) x one tile of
 // intermediate columns.
 template <WFormat F, int PER_LANE>
@@ -137,12 +162,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_stage1_kernel(DecodeArgs a
     UnitStream<F, kTokens, decltype(unit_at)> stream(unit_at, kStage1Units);
     stream.prefill();  // the weights are requested before the activations are quantised
     __syncthreads();   // the previous pass is done with act and res
-    for (int q = warp; q < nt * groups; q += kWarps) {
-      const int t = q / groups, g = q % groups;
-      const int token = is_shared ? pair_of(p0 + t) : pair_of(p0 + t) / K;
-      warp_load_quantize_group(a.act.quant, a.x + static_cast<size_t>(token) * H, act + t * H, grid.begin(g),
-                               grid.end(g));
-    }
+    block_widen_rows(
+        [&](int t) {
+          const int token = is_shared ? pair_of(p0 + t) : pair_of(p0 + t) / K;
+          return a.x + static_cast<size_t>(token) * H;
+        },
+        nt, H, act, H);
+    __syncthreads();
+    for (int q = warp; q < nt * groups; q += kWarps)
+      warp_quantize_group(a.act.quant, act + (q / groups) * H, grid.begin(q % groups), grid.end(q % groups));
     __syncthreads();
     stream.run(nt, [&](int u, float(&acc)[kTokens][kUnitRows]) {
       const int row0 = unit_row0(u);
@@ -235,17 +263,17 @@ __global__ void __launch_bounds__(kThreads, 2) decode_stage2_kernel(DecodeArgs a
   }
   const GroupGrid grid_r(a.act.quant, P, a.experts.phase), grid_s(a.act.quant, Ps, a.shared.phase);
   const int gr = grid_r.count(), gs = a.has_shared ? grid_s.count() : 0;
+  block_widen_rows(
+      [&](int slot) { return ids[slot] >= 0 ? a.h + (static_cast<size_t>(t) * K + slot) * P : nullptr; }, K,
+      P, a2, P);
+  if (a.has_shared)
+    block_widen_rows([&](int) { return a.shared_h + static_cast<size_t>(t) * Ps; }, 1, Ps, a2 + K * P, Ps);
+  __syncthreads();
   for (int q = warp; q < K * gr + gs; q += kWarps) {
-    if (q < K * gr) {
-      const int slot = q / gr, g = q % gr;
-      if (ids[slot] < 0) continue;  // no h for it; its sums are never used
-      warp_load_quantize_group(a.act.quant, a.h + (static_cast<size_t>(t) * K + slot) * P, a2 + slot * P,
-                               grid_r.begin(g), grid_r.end(g));
-    } else {
-      const int g = q - K * gr;
-      warp_load_quantize_group(a.act.quant, a.shared_h + static_cast<size_t>(t) * Ps, a2 + K * P,
-                               grid_s.begin(g), grid_s.end(g));
-    }
+    if (q < K * gr)
+      warp_quantize_group(a.act.quant, a2 + (q / gr) * P, grid_r.begin(q % gr), grid_r.end(q % gr));
+    else
+      warp_quantize_group(a.act.quant, a2 + K * P, grid_s.begin(q - K * gr), grid_s.end(q - K * gr));
   }
   __syncthreads();
   stream.run(1, [&](int u, float(&acc)[1][kUnitRows]) {
@@ -333,6 +361,7 @@ bool decode_supported(const DecodeArgs& a, int M) {
   if (!lanes_ok(a.lanes[0][0]) || !lanes_ok(a.lanes[0][1])) return false;
   if (a.has_shared && (!lanes_ok(a.lanes[1][0]) || !lanes_ok(a.lanes[1][1]))) return false;
   if (a.has_shared && a.shared.hidden != a.experts.hidden) return false;
+  if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0) return false;  // x rows are read 16 bytes at a time
   return stage1_smem(a) <= kMaxDynamicSmem && stage2_smem(a) <= kMaxDynamicSmem;
 }
 
