@@ -8,6 +8,8 @@
 #include <cstring>
 
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #define MOE_HD __host__ __device__ __forceinline__
 #else
 #define MOE_HD inline
@@ -54,6 +56,11 @@ MOE_HD float round_bf16(float f) {
 // ---- fp8 e4m3fn: 1-4-3, bias 7, max 448, no inf, NaN = 0x7f / 0xff
 // -----------------------------------------
 MOE_HD float fp8e4m3_to_f32(uint8_t c) {
+#if defined(__CUDA_ARCH__)
+  // The hardware conversion (e4m3 values are exact in fp16); NaN keeps the one bit pattern below.
+  if ((c & 0x7f) != 0x7f)
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(c), __NV_E4M3)));
+#endif
   const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24;
   const uint32_t exp = (c >> 3) & 0xf;
   const uint32_t man = c & 0x7;
@@ -72,6 +79,10 @@ MOE_HD uint8_t f32_to_fp8e4m3(float f) {
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
   uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7f);
+#if defined(__CUDA_ARCH__)
+  // The hardware conversion: round to nearest even, saturating to +-448 (the same codes as below).
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3));
+#endif
   if (a >= 0x43e00000u) return static_cast<uint8_t>(sign | 0x7e);  // |f| >= 448 (inf included): clamp
   if (a < 0x3c800000u) {
     // Below the smallest normal (2^-6): a multiple of 2^-9. Scaling by 2^9 is exact, so nearbyint is RNE.

@@ -171,6 +171,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   xq = DeviceBuffer(M * H * 4);
   h = DeviceBuffer(M * K * P * 2);
   y = DeviceBuffer(M * K * H * 4);
+  decode_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per combine tile: tiles are 32 rows or more
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);
@@ -217,6 +218,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &xq,
                           &h,
                           &y,
+                          &decode_counters,
                           &shared_gate,
                           &shared_pairs,
                           &shared_offsets,
@@ -320,6 +322,11 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
   d.h = ws.h.as<uint16_t>();
   d.shared_h = ws.shared_h.as<uint16_t>();
   d.out = out;
+  d.y = ws.y.as<float>();
+  d.shared_y = ws.shared_y.as<float>();
+  d.shared_gate = ws.shared_gate.as<float>();
+  d.counters = ws.decode_counters.as<int>();
+  d.num_counters = static_cast<int>(ws.decode_counters.bytes() / 4);
   d.topk_ids = ws.topk_ids.as<int>();
   d.topk_weights = ws.topk_weights.as<float>();
   return d;

@@ -60,6 +60,7 @@ class MoeWorkspace {
 
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
   DeviceBuffer xq, h, y;
+  DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,
       shared_y;
   // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
