@@ -73,13 +73,12 @@ class MoeWorkspace {
   int max_tokens_;
 };
 
-// How stages 1 and 2 run. Auto: the fused decode kernels (expert_decode.h) for up to kDecodeMaxTokens
-// tokens, the tensor-core grouped GEMM (expert_mma.h) when the formats have one and M is at least
-// mma_min_tokens() (never for M <= 64), else the CUDA-core GEMV; the decode kernels and the GEMV give a token
-// the same bits, so decode is batch invariant across that switch. Gemv / Mma / Stream / Decode force a path
-// (tests, `moe bench --paths`); Stream is the streaming tensor-core stages (expert_stream.h: bf16 and
-// fp8_block), correct but measured slower than the GEMV so far. A forced path falls back to the GEMV where it
-// does not apply (formats, or Decode above kDecodeMaxTokens).
+// How stages 1 and 2 run. Auto takes the tensor-core grouped GEMM (expert_mma.h) when the formats have one
+// and M is at least mma_min_tokens() (never for M <= 64, so decode stays batch invariant), else the CUDA-core
+// GEMV. Gemv / Mma / Stream / Decode force a path (tests, `moe bench --paths`): Stream is the streaming
+// tensor-core stages (expert_stream.h: bf16 and fp8_block); Decode the fused two-launch decode kernels
+// (expert_decode.h, M <= kDecodeMaxTokens), which give every token the GEMV's bits. Both are correct but
+// measured slower than the GEMV so far. A forced path falls back to the GEMV where it does not apply.
 enum class GemmPath { Auto, Gemv, Mma, Stream, Decode };
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();

@@ -207,12 +207,14 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
       for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
     dot_rows<F, R>(ring, rows, act, Kdim, nt, lg, lpr, k_phase, acc);
 #pragma unroll
-    for (int t = 0; t < kTokens; ++t)
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= nt) break;  // only the pass's tokens are summed
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const float v = lane_group_sum(acc[t][r], lpr);
         if (lg == 0) res[t * rows_per_tile + row0 + r] = v;
       }
+    }
     if (p0 + kTokens >= n) pdl_trigger();  // past the weight loads: the next kernel may launch
     __syncthreads();
 

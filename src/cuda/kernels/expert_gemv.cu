@@ -138,6 +138,7 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
 
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
+      if (t >= nt) break;  // only the pass's tokens are summed (the shuffles dominate at one token)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const float v = lane_group_sum(acc[t][r], LPR);
