@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
       sum = fmaf(__ldcg(a.shared_gate + t), __ldcg(a.shared_y + static_cast<size_t>(t) * H + hrow), sum);
     a.out[static_cast<size_t>(t) * H + hrow] = f32_to_bf16(sum);
   }
-  if (blockIdx.y == 0 && threadIdx.x < M * K) {  // the routing, for whoever reads the workspace after
+  if (combine_tile == 0 && threadIdx.x < M * K) {  // the routing, for whoever reads the workspace after
     a.topk_ids[threadIdx.x] = s.ids[threadIdx.x];
     a.topk_weights[threadIdx.x] = s.weights[threadIdx.x];
   }
