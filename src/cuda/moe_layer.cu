@@ -302,12 +302,11 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
 
 // The fused decode path's arguments; its dot products take the GEMV's lane split (same bits).
 DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const RouterParams& router,
-                       const ActivationParams& act, const uint16_t* x, const float* logits, const GemvArgs& g,
-                       const GemvArgs& s, uint16_t* out) {
+                       const ActivationParams& act, const uint16_t* x, const GemvArgs& g, const GemvArgs& s,
+                       uint16_t* out) {
   DecodeArgs d{};
   d.router = router;
   d.act = act;
-  d.logits = logits;
   d.x = x;
   d.experts = g.w;
   d.lanes[0][0] = gemv_lanes_per_row(g, 1);
@@ -315,7 +314,6 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
   d.has_shared = layer.shared() != nullptr;
   if (d.has_shared) {
     d.shared = s.w;
-    d.shared_gate_weight = layer.shared_gate_weight();
     d.lanes[1][0] = gemv_lanes_per_row(s, 1);
     d.lanes[1][1] = gemv_lanes_per_row(s, 2);
   }
@@ -327,6 +325,7 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
   d.shared_gate = ws.shared_gate.as<float>();
   d.counters = ws.decode_counters.as<int>();
   d.num_counters = static_cast<int>(ws.decode_counters.bytes() / 4);
+  d.grouping = g.g;
   d.topk_ids = ws.topk_ids.as<int>();
   d.topk_weights = ws.topk_weights.as<float>();
   return d;
@@ -405,15 +404,11 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.min_groups = 1;
     s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
   }
-  // The fused decode path (expert_decode.h), only when asked for: two launches instead of four, the same
-  // bits as the GEMV, but measured slower on the H200 so far (docs/performance.md).
-  if (stages == StagePath::Gemv && path == GemmPath::Decode) {
-    const DecodeArgs d = decode_args(layer, ws, ra.router, act, x, router_logits, g, s, out);
-    if (decode_supported(d, M)) {
-      launch_decode(d, M, stream);
-      return;
-    }
-  }
+  // The fused decode path (expert_decode.h), only when asked for: the prologue, then two launches instead of
+  // three, the same bits as the GEMV. It quantises x itself.
+  const DecodeArgs d = decode_args(layer, ws, ra.router, act, x, g, s, out);
+  const bool decode = stages == StagePath::Gemv && path == GemmPath::Decode && decode_supported(d, M);
+  if (decode) ra.xq = nullptr;
   const AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
       ws.num_active.as<int>()};
@@ -425,6 +420,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     MOE_CUDA_CHECK_LAUNCH();
     launch_align(aa, stream);
     MOE_CUDA_CHECK_LAUNCH();
+  }
+  if (decode) {
+    launch_decode(d, M, stream);
+    return;
   }
 
   run_expert_stages(g, ws, false, x, M, stages, stream);

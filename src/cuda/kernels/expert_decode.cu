@@ -1,7 +1,7 @@
 // The fused decode path (expert_decode.h). Both stages are the GEMV's blocks (one expert x one tile of weight
-// rows, the GEMV's tile and lane split, gemv_rows.cuh) with three changes:
-//   - no prologue: every block routes the call's tokens itself (at most kDecodeMaxTokens, a warp each), and
-//     finds its expert (the n-th distinct one chosen) and that expert's pairs in ascending order;
+// rows, the GEMV's tile and lane split, gemv_rows.cuh), after the GEMV path's one-block prologue (routing and
+// grouping, route.cu), with three changes:
+//   - each stage-1 block quantises its tokens' x itself (16-byte loads, then in place);
 //   - two chunks of each lane's rows are in flight instead of one;
 //   - no combine kernel: each stage-2 block adds itself to a per-row-tile integer counter after writing its
 //     fp32 outputs, and the block that arrives last sums the tile's outputs in the combine kernel's order
@@ -19,80 +19,19 @@
 #include "cuda/kernels/gemv_rows.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/shared_gate.cuh"
-#include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
 namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTokens = 4;     // tokens per pass over an expert's weights (as the GEMV)
-constexpr int kAhead = 2;      // chunks in flight per lane
-constexpr int kMaxSlots = 32;  // top_k bound
-constexpr int kMaxPairs = kDecodeMaxTokens * kMaxSlots;
-constexpr int kMaxExpertWords = 32;  // E <= 1024
-
-static_assert(kDecodeMaxTokens <= kWarps, "every block routes one token per warp");
+constexpr int kTokens = 4;  // tokens per pass over an expert's weights (as the GEMV)
+constexpr int kAhead = 2;   // chunks in flight per lane
 
 // The GEMV's tile for `lpr` lanes per row: weight rows per block.
 template <WFormat F>
 __host__ __device__ constexpr int tile_rows(int lpr) {
   return kWarps * (32 / lpr) * WeightTraits<F>::kRows;
-}
-
-struct Grouping {
-  int ids[kMaxPairs];
-  float weights[kMaxPairs];
-  unsigned used[kMaxExpertWords];
-  int pairs[kDecodeMaxTokens];
-  int expert, num_pairs, num_experts;
-};
-
-// Routes the M tokens (warp t routes token t) and finds the block's expert: the `slot`-th smallest distinct
-// expert chosen (-1 when there are fewer), its pairs in ascending order, and how many distinct experts there
-// are. Called by every thread.
-template <int PER_LANE>
-__device__ void route_and_group(const DecodeArgs& a, int M, int slot, Grouping& s) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.router.top_k;
-  if (warp < M)
-    warp_route<PER_LANE>(a.router, a.logits + static_cast<size_t>(warp) * a.router.num_experts,
-                         s.ids + warp * K, s.weights + warp * K);
-  if (threadIdx.x < kMaxExpertWords) s.used[threadIdx.x] = 0u;
-  __syncthreads();
-  const int n_pairs = M * K;
-  for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) {
-    const int id = s.ids[p];
-    if (id >= 0) atomicOr(&s.used[id / 32], 1u << (id % 32));  // an integer OR: the order does not matter
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const unsigned word = s.used[lane];
-    const int count = __popc(word);
-    int incl = count;
-    for (int off = 1; off < 32; off *= 2) {
-      const int o = __shfl_up_sync(kFullMask, incl, off);
-      if (lane >= off) incl += o;
-    }
-    const int excl = incl - count;
-    if (lane == 31) {
-      s.num_experts = incl;
-      if (slot >= incl) s.expert = -1;
-    }
-    if (slot >= excl && slot < incl) s.expert = lane * 32 + static_cast<int>(__fns(word, 0, slot - excl + 1));
-    __syncwarp();
-    const int e = s.expert;
-    int n = 0;
-    for (int p0 = 0; p0 < n_pairs && e >= 0; p0 += 32) {
-      const int p = p0 + lane;
-      const bool mine = p < n_pairs && s.ids[p] == e;
-      const unsigned ballot = __ballot_sync(kFullMask, mine);
-      if (mine) s.pairs[n + __popc(ballot & ((1u << lane) - 1u))] = p;
-      n += __popc(ballot);
-    }
-    if (lane == 0) s.num_pairs = n;
-  }
-  __syncthreads();
 }
 
 // Widens the bf16 rows src(i)[0, len) for i < n into dst + i * len (len a multiple of 8, rows 16-byte
@@ -137,14 +76,13 @@ __device__ __forceinline__ void dot_rows(Chunk<F, R> (&ring)[kAhead], const RowR
 // One block = one distinct expert of the call (or the shared expert: the grid's last x) x one GEMV tile of
 // rows. STAGE 1: x W13ᵀ and the gated activation into bf16 h. STAGE 2: h W2ᵀ into fp32 y, then the combine
 // by the tile's last block.
-template <WFormat F, int PER_LANE, int STAGE>
+template <WFormat F, int STAGE>
 __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M) {
   constexpr int R = WeightTraits<F>::kRows;
-  __shared__ Grouping s;
   __shared__ int last_block;
   extern __shared__ float smem[];
-  // Stage 1 is the call's first kernel: the logits and x come from the previous kernel, and the previous
-  // call may still read the workspaces. Stage 2 reads only the call's inputs before its own wait.
+  // Stage 1 waits for the prologue's grouping. Stage 2 reads the grouping (complete before stage 1 could
+  // start) and requests its first weights before waiting for stage 1's h.
   if (STAGE == 1) pdl_wait();
   const bool is_shared = a.has_shared && blockIdx.x == gridDim.x - 1;
   const ExpertWeightsDev w = is_shared ? a.shared : a.experts;
@@ -155,17 +93,15 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, lg = lane % lpr;
   if (STAGE == 1 && blockIdx.x == 0 && blockIdx.y == 0)
     for (int i = threadIdx.x; i < a.num_counters; i += blockDim.x) a.counters[i] = 0;  // for stage 2
-  if (STAGE == 1 && is_shared && blockIdx.y == 0 && warp < M) {
-    const float g = warp_shared_gate_value(a.x + static_cast<size_t>(warp) * H, a.shared_gate_weight, H);
-    if (lane == 0) a.shared_gate[warp] = g;
-  }
   if (tile_row0 >= (STAGE == 1 ? P : H)) return;
 
-  route_and_group<PER_LANE>(a, M, is_shared ? 0 : blockIdx.x, s);
-  const int expert = is_shared ? 0 : s.expert;
-  const int n = is_shared ? M : s.num_pairs;
+  const int expert = is_shared ? 0 : __ldcg(a.grouping.active + blockIdx.x);  // -1 past the active experts
   if (expert < 0) return;
-  const auto pair_of = [&](int i) { return is_shared ? i : s.pairs[i]; };
+  const int pair_begin = is_shared ? 0 : __ldcg(a.grouping.offsets + expert);
+  const int n = is_shared ? M : __ldcg(a.grouping.offsets + expert + 1) - pair_begin;
+  const auto pair_of = [&](int i) {
+    return is_shared ? i : __ldcg(a.grouping.sorted_pairs + pair_begin + i);
+  };
 
   const int Kdim = STAGE == 1 ? H : P;
   const int k_phase = STAGE == 1 ? 0 : w.phase;
@@ -248,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
   const int combine_tile = tile_row0 / a.combine_rows;
   const int row_begin = combine_tile * a.combine_rows, rows_here = min(a.combine_rows, H - row_begin);
   const auto tiles_in = [&](int per_tile) { return (rows_here + per_tile - 1) / per_tile; };  // tiles of it
-  const int contributions = s.num_experts * tiles_in(tile_rows<F>(a.lanes[0][1])) +
+  const int contributions = __ldcg(a.grouping.num_active) * tiles_in(tile_rows<F>(a.lanes[0][1])) +
                             (a.has_shared ? tiles_in(tile_rows<F>(a.lanes[1][1])) : 0);
   __threadfence();  // this block's y before its count
   __syncthreads();
@@ -261,15 +197,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
     float sum = 0.0f;
     for (int k = 0; k < K; ++k) {
       const int p = t * K + k;
-      if (s.ids[p] >= 0) sum = fmaf(s.weights[p], __ldcg(a.y + static_cast<size_t>(p) * H + hrow), sum);
+      if (__ldcg(a.topk_ids + p) >= 0)
+        sum = fmaf(__ldcg(a.topk_weights + p), __ldcg(a.y + static_cast<size_t>(p) * H + hrow), sum);
     }
     if (a.has_shared)
       sum = fmaf(__ldcg(a.shared_gate + t), __ldcg(a.shared_y + static_cast<size_t>(t) * H + hrow), sum);
     a.out[static_cast<size_t>(t) * H + hrow] = f32_to_bf16(sum);
-  }
-  if (combine_tile == 0 && threadIdx.x < M * K) {  // the routing, for whoever reads the workspace after
-    a.topk_ids[threadIdx.x] = s.ids[threadIdx.x];
-    a.topk_weights[threadIdx.x] = s.weights[threadIdx.x];
   }
 }
 
@@ -318,28 +251,23 @@ void launch_format(DecodeArgs a, int M, cudaStream_t stream) {
   const int E = a.router.num_experts;
   const dim3 grid_x(std::min(E, M * a.router.top_k) + (a.has_shared ? 1 : 0));
   a.combine_rows = combine_rows<F>(a);
-  with_per_lane(E, [&](auto per_lane) {
-    constexpr int kPerLane = decltype(per_lane)::value;
-    auto k1 = decode_kernel<F, kPerLane, 1>;
-    auto k2 = decode_kernel<F, kPerLane, 2>;
-    const size_t smem1 = smem_bytes<F>(a, 1), smem2 = smem_bytes<F>(a, 2);
-    MOE_CUDA_CHECK(
-        cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem1)));
-    MOE_CUDA_CHECK(
-        cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem2)));
-    launch_overlapped(k1, dim3(grid_x.x, grid_tiles<F>(a, 1)), dim3(kThreads), smem1, stream, a, M);
-    MOE_CUDA_CHECK_LAUNCH();
-    launch_overlapped(k2, dim3(grid_x.x, grid_tiles<F>(a, 2)), dim3(kThreads), smem2, stream, a, M);
-    MOE_CUDA_CHECK_LAUNCH();
-  });
+  auto k1 = decode_kernel<F, 1>;
+  auto k2 = decode_kernel<F, 2>;
+  const size_t smem1 = smem_bytes<F>(a, 1), smem2 = smem_bytes<F>(a, 2);
+  MOE_CUDA_CHECK(
+      cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem1)));
+  MOE_CUDA_CHECK(
+      cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem2)));
+  launch_overlapped(k1, dim3(grid_x.x, grid_tiles<F>(a, 1)), dim3(kThreads), smem1, stream, a, M);
+  MOE_CUDA_CHECK_LAUNCH();
+  launch_overlapped(k2, dim3(grid_x.x, grid_tiles<F>(a, 2)), dim3(kThreads), smem2, stream, a, M);
+  MOE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 bool decode_supported(const DecodeArgs& a, int M) {
-  if (M < 1 || M > kDecodeMaxTokens || a.router.top_k > kMaxSlots ||
-      a.router.num_experts > 32 * kMaxExpertWords)
-    return false;
+  if (M < 1 || M > kDecodeMaxTokens) return false;
   if (!lanes_ok(a.lanes[0][0]) || !lanes_ok(a.lanes[0][1])) return false;
   if (a.has_shared && (!lanes_ok(a.lanes[1][0]) || !lanes_ok(a.lanes[1][1]))) return false;
   if (a.has_shared && a.shared.hidden != a.experts.hidden) return false;
