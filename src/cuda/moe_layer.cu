@@ -237,6 +237,14 @@ void MoeWorkspace::poison(cudaStream_t s) {
     b->poison(s);
 }
 
+bool decode_by_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOE_DECODE");
+    return v && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
 int mma_min_tokens() {
   static const int threshold = [] {
     const char* v = std::getenv("MOE_MMA_MIN_TOKENS");
@@ -404,10 +412,12 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     s.min_groups = 1;
     s.stage1_lanes_per_row = s.stage2_lanes_per_row = 0;  // tuned entries describe the routed experts
   }
-  // The fused decode path (expert_decode.h), only when asked for: the prologue, then two launches instead of
-  // three, the same bits as the GEMV. It quantises x itself.
+  // The fused decode path (expert_decode.h) when forced, or for Auto when decode_by_default(): the prologue,
+  // then two launches instead of three, the same bits as the GEMV. It quantises x itself.
   const DecodeArgs d = decode_args(layer, ws, ra.router, act, x, g, s, out);
-  const bool decode = stages == StagePath::Gemv && path == GemmPath::Decode && decode_supported(d, M);
+  const bool decode = stages == StagePath::Gemv &&
+                      (path == GemmPath::Decode || (path == GemmPath::Auto && decode_by_default())) &&
+                      decode_supported(d, M);
   if (decode) ra.xq = nullptr;
   const AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),

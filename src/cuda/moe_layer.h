@@ -80,6 +80,8 @@ class MoeWorkspace {
 // (expert_decode.h, M <= kDecodeMaxTokens), which give every token the GEMV's bits. Both are correct but
 // measured slower than the GEMV so far. A forced path falls back to the GEMV where it does not apply.
 enum class GemmPath { Auto, Gemv, Mma, Stream, Decode };
+// Whether Auto takes the decode path for M <= kDecodeMaxTokens: MOE_DECODE=1 in the environment (read once).
+bool decode_by_default();
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
 
