@@ -414,10 +414,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   }
   // The fused decode path (expert_decode.h) when forced, or for Auto when decode_by_default(): the prologue,
   // then two launches instead of three, the same bits as the GEMV. It quantises x itself.
-  const DecodeArgs d = decode_args(layer, ws, ra.router, act, x, g, s, out);
-  const bool decode = stages == StagePath::Gemv &&
-                      (path == GemmPath::Decode || (path == GemmPath::Auto && decode_by_default())) &&
-                      decode_supported(d, M);
+  const bool decode_wanted = stages == StagePath::Gemv && M <= kDecodeMaxTokens &&
+                             (path == GemmPath::Decode || (path == GemmPath::Auto && decode_by_default()));
+  const DecodeArgs d = decode_wanted ? decode_args(layer, ws, ra.router, act, x, g, s, out) : DecodeArgs{};
+  const bool decode = decode_wanted && decode_supported(d, M);
   if (decode) ra.xq = nullptr;
   const AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),

@@ -249,7 +249,7 @@ bool supported_format(const DecodeArgs& a) {
 template <WFormat F>
 void launch_format(DecodeArgs a, int M, cudaStream_t stream) {
   const int E = a.router.num_experts;
-  const dim3 grid_x(std::min(E, M * a.router.top_k) + (a.has_shared ? 1 : 0));
+  const int slots = std::min(E, M * a.router.top_k) + (a.has_shared ? 1 : 0);
   a.combine_rows = combine_rows<F>(a);
   auto k1 = decode_kernel<F, 1>;
   auto k2 = decode_kernel<F, 2>;
@@ -258,9 +258,9 @@ void launch_format(DecodeArgs a, int M, cudaStream_t stream) {
       cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem1)));
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem2)));
-  launch_overlapped(k1, dim3(grid_x.x, grid_tiles<F>(a, 1)), dim3(kThreads), smem1, stream, a, M);
+  launch_overlapped(k1, dim3(slots, grid_tiles<F>(a, 1)), dim3(kThreads), smem1, stream, a, M);
   MOE_CUDA_CHECK_LAUNCH();
-  launch_overlapped(k2, dim3(grid_x.x, grid_tiles<F>(a, 2)), dim3(kThreads), smem2, stream, a, M);
+  launch_overlapped(k2, dim3(slots, grid_tiles<F>(a, 2)), dim3(kThreads), smem2, stream, a, M);
   MOE_CUDA_CHECK_LAUNCH();
 }
 
