@@ -138,9 +138,9 @@ StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) con
     v[p.off_tiles + 2 * i] = tiles[i].first;
     v[p.off_tiles + 2 * i + 1] = tiles[i].second;
   }
-  // Decode: enough (sequence, head, split) warps to fill the GPU, each split at least 16 keys long.
-  const int want = std::max(1, 4 * sms_ / std::max(1, p.B * static_cast<int>(s.heads)));
-  p.splits = std::clamp(std::min(want, p.max_pages * static_cast<int>(page_size_) / 16), 1, 32);
+  // Decode: splits of about 64 keys of the longest context this graph serves (a block of the attention
+  // takes one split of one KV head with all its query heads), at most 32.
+  p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + 63) / 64, 1, 32);
   return p;
 }
 
@@ -161,6 +161,7 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
     const size_t n = static_cast<size_t>(cap_rows_);
     const size_t max_k = std::max({H, qd, dense ? I : 0});
     x_ = cuda::DeviceBuffer(n * H * 4);
+    x_spare_ = cuda::DeviceBuffer(n * H * 4);
     xn_f32_ = cuda::DeviceBuffer(n * H * 4);
     xn_bf16_ = cuda::DeviceBuffer(n * H * 2);
     qkv_ = cuda::DeviceBuffer(n * (qd + 2 * static_cast<size_t>(s.kv_dim())) * 4);
@@ -193,6 +194,10 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
     cap_batch_ = std::max(p.B, std::max(64, cap_batch_));
     partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(s.heads) * 32 *
                                   static_cast<size_t>(s.head_dim + 2) * 4);
+    attn_counters_ =
+        cuda::DeviceBuffer(static_cast<size_t>(attention_decode_counters(
+                               cap_batch_, static_cast<int>(s.heads), static_cast<int>(s.kv_heads))) *
+                           4);
   }
   if (grow_ints) {
     cap_ints_ = std::max(p.ints.size(), 2 * cap_ints_);
@@ -215,6 +220,10 @@ StepMetaDev CudaModelBackend::meta_of(const StepPlan& p) const {
       d, d + p.off_seq, d + p.off_pos, d + p.off_len, d + p.off_first, d + p.off_pages, p.max_pages};
 }
 
+bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
+  return L.fp8 && gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols;
+}
+
 void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M,
                               float* y) {
   if (!L.fp8) {
@@ -222,7 +231,7 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
     return;
   }
   // FORMATS.md section 6: an fp8 linear's input is quantised per token per 1x128 group.
-  if (gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols) {
+  if (takes_fp8_gemv(L, M)) {
     fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, x_f32, M, y, stream_);
     return;
   }
@@ -241,32 +250,55 @@ void CudaModelBackend::run_step(const StepPlan& p) {
   const int N = p.N, H = static_cast<int>(s.hidden), heads = static_cast<int>(s.heads);
   const float eps = s.rms_eps;
   const StepMetaDev meta = meta_of(p);
+  // The residual stream. A GEMV that does the RMSNorm before it itself (decode sizes) writes the updated
+  // stream to the other buffer, since its other blocks still read this one; then the two swap.
   float* x = x_.as<float>();
+  float* x_spare = x_spare_.as<float>();
   embed_rows(m_.embed.as<uint16_t>(), meta.token_ids, N, H, x, stream_);
   const float* pending_f32 = nullptr;  // the previous layer's MLP output, added before the next norm
   const uint16_t* pending_bf16 = nullptr;
   for (size_t l = 0; l < m_.layers.size(); ++l) {
     const DeviceLayer& L = m_.layers[l];
     const int li = static_cast<int>(l);
-    rms_norm(x, pending_f32, pending_bf16, L.input_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
-             xn_bf16_.as<uint16_t>(), stream_);
-    linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
-    qk_norm_rope_store(qkv_.as<float>(), N, heads, static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim),
-                       L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr,
-                       L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr, eps, m_.inv_freq.as<float>(),
-                       m_.attention_scaling, meta, kv_, li, q_.as<float>(), stream_);
+    if (takes_fp8_gemv(L.qkv, N)) {
+      const NormInput in{x, pending_f32, pending_bf16, L.input_norm.as<float>(), eps, x_spare, nullptr};
+      fp8_gemv(L.qkv.fp8_codes.as<uint8_t>(), L.qkv.fp8_scale.as<float>(), L.qkv.rows, L.qkv.cols, nullptr, N,
+               qkv_.as<float>(), stream_, &in);
+      std::swap(x, x_spare);
+    } else {
+      rms_norm(x, pending_f32, pending_bf16, L.input_norm.as<float>(), nullptr, N, H, eps,
+               xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), stream_);
+      linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
+    }
+    qk_norm_rope_store(
+        qkv_.as<float>(), N, heads, static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim),
+        L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr, L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr,
+        eps, m_.inv_freq.as<float>(), m_.attention_scaling, meta, kv_, li, q_.as<float>(),
+        p.decode ? attn_counters_.as<int>() : nullptr,
+        p.decode ? attention_decode_counters(p.B, heads, static_cast<int>(s.kv_heads)) : 0, stream_);
     if (p.decode)
       attention_decode(q_.as<float>(), meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
-                       ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+                       attn_counters_.as<int>(), ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
     else
       attention_prefill(q_.as<float>(), meta, meta_.as<int32_t>() + p.off_tiles, p.tiles, kv_, li, heads,
                         ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
-    rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
-             xn_bf16_.as<uint16_t>(), stream_);
+    const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
+    if (router_norms) {
+      // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
+      const NormInput in{x,       y_.as<float>(),         nullptr, L.post_norm.as<float>(), eps,
+                         x_spare, xn_bf16_.as<uint16_t>()};
+      f32_gemv(L.router.as<float>(), L.moe->num_experts(), H, nullptr, N, router_logits_.as<float>(), stream_,
+               &in);
+      std::swap(x, x_spare);
+    } else {
+      rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
+               xn_bf16_.as<uint16_t>(), stream_);
+      if (L.moe)
+        gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->num_experts(),
+                  router_logits_.as<float>(), stream_);
+    }
     if (L.moe) {
-      gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->num_experts(),
-                router_logits_.as<float>(), stream_);
       cuda::fused_moe(*L.moe, *moe_ws_, xn_bf16_.as<uint16_t>(), router_logits_.as<float>(), N,
                       moe_out_.as<uint16_t>(), stream_);
       pending_f32 = nullptr;

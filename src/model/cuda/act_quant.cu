@@ -9,6 +9,8 @@ namespace {
 // One warp per (row, 128-group).
 __global__ void prepare_kernel(const float* x, int rows, int n, bool quantise, uint16_t* out_bf16,
                                float* out_f32) {
+  pdl_wait();
+  pdl_trigger();
   const int groups = (n + 127) / 128;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (item >= static_cast<int64_t>(rows) * groups) return;
@@ -34,8 +36,7 @@ void prepare_activation(const float* x, int rows, int n, bool quantise, uint16_t
                         cudaStream_t s) {
   const int64_t items = static_cast<int64_t>(rows) * ((n + 127) / 128);
   if (items == 0) return;
-  prepare_kernel<<<blocks_for(items, 8), 256, 0, s>>>(x, rows, n, quantise, out_bf16, out_f32);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(prepare_kernel, blocks_for(items, 8), 256, 0, s, x, rows, n, quantise, out_bf16, out_f32);
 }
 
 }  // namespace moe::model::gpu

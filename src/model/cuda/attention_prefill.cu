@@ -20,6 +20,8 @@ __global__ void __launch_bounds__(kThreads)
     prefill_kernel(const float* q, StepMetaDev meta, const int32_t* tiles, KvCacheDev kv, int layer,
                    int heads, float* ctx_f32, uint16_t* ctx_bf16) {
   extern __shared__ float sm[];
+  pdl_wait();
+  pdl_trigger();
   float* Qs = sm;                     // [kTile][D], pre-scaled
   float* Ks = Qs + kTile * D;         // [kChunk][D + 1] (padded: lanes read different rows)
   float* Vs = Ks + kChunk * (D + 1);  // [kChunk][D]
@@ -123,10 +125,8 @@ void launch(const float* q, const StepMetaDev& meta, const int32_t* tiles, int n
                                         static_cast<int>(smem)));
     configured = true;
   }
-  prefill_kernel<D>
-      <<<dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(heads)), kThreads, smem, s>>>(
-          q, meta, tiles, kv, layer, heads, ctx_f32, ctx_bf16);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(prefill_kernel<D>, dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(heads)),
+             kThreads, smem, s, q, meta, tiles, kv, layer, heads, ctx_f32, ctx_bf16);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
 
 namespace moe::model::gpu {
 
@@ -16,6 +18,19 @@ using cuda::fp8_code;
 using cuda::fp8_group_scale;
 using cuda::warp_max;
 using cuda::warp_sum;
+
+// Programmatic dependent launch for every model kernel: a decode step is a chain of small kernels, and
+// letting each start (and read its weights) while the previous one drains removes most of the gaps between
+// them. Every kernel launched this way calls pdl_wait() in every block before it reads anything an earlier
+// kernel wrote (and before it exits): a kernel's completion then implies its predecessors', which later
+// kernels rely on.
+using cuda::pdl_trigger;
+using cuda::pdl_wait;
+template <typename... KernelArgs, typename... Args>
+void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                Args&&... args) {
+  cuda::launch_overlapped(kernel, grid, block, smem, s, std::forward<Args>(args)...);
+}
 
 inline unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);

@@ -54,6 +54,8 @@ class CudaModelBackend : public ModelBackend {
   void run_step(const StepPlan& p);
   void launch_step(const StepPlan& p);  // graph replay or eager; captures a graph the first time
   void linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M, float* y);
+  // Whether `linear` takes the fp8 GEMV for M rows (which can also do the RMSNorm before it).
+  bool takes_fp8_gemv(const DeviceLinear& L, int M) const;
   StepMetaDev meta_of(const StepPlan& p) const;
 
   DeviceModel m_;
@@ -70,8 +72,8 @@ class CudaModelBackend : public ModelBackend {
   // graphs.
   int cap_rows_ = 0, cap_logit_rows_ = 0, cap_batch_ = 0;
   size_t cap_ints_ = 0;
-  cuda::DeviceBuffer x_, xn_f32_, xn_bf16_, qkv_, q_, ctx_f32_, ctx_bf16_, y_, act_f32_, act_bf16_,
-      router_logits_, moe_out_, gate_up_, h_f32_, h_bf16_, final_, logits_, partial_, meta_;
+  cuda::DeviceBuffer x_, x_spare_, xn_f32_, xn_bf16_, qkv_, q_, ctx_f32_, ctx_bf16_, y_, act_f32_, act_bf16_,
+      router_logits_, moe_out_, gate_up_, h_f32_, h_bf16_, final_, logits_, partial_, attn_counters_, meta_;
   int32_t* meta_host_ = nullptr;  // pinned staging of the step's ints
   std::unique_ptr<cuda::MoeWorkspace> moe_ws_;
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;

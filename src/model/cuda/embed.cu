@@ -5,6 +5,8 @@ namespace moe::model::gpu {
 namespace {
 
 __global__ void embed_kernel(const uint16_t* table, const int32_t* ids, int H, float* x) {
+  pdl_wait();
+  pdl_trigger();
   const int row = blockIdx.x;
   const uint16_t* src = table + static_cast<int64_t>(ids[row]) * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x)
@@ -15,8 +17,7 @@ __global__ void embed_kernel(const uint16_t* table, const int32_t* ids, int H, f
 
 void embed_rows(const uint16_t* table, const int32_t* token_ids, int N, int H, float* x, cudaStream_t s) {
   if (N == 0) return;
-  embed_kernel<<<N, 256, 0, s>>>(table, token_ids, H, x);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(embed_kernel, N, 256, 0, s, table, token_ids, H, x);
 }
 
 }  // namespace moe::model::gpu

@@ -5,6 +5,7 @@
 
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
+#include "model/cuda/norm_rows.cuh"
 
 namespace moe::model::gpu {
 namespace {
@@ -26,15 +27,36 @@ __device__ __forceinline__ void decode16(const uint4& w, float* f) {
   }
 }
 
-// One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The block first
-// quantises the M input rows into shared memory (FORMATS.md section 3, what prepare_activation writes): every
-// block redoes this small amount of work so the decode step needs no separate launch for it.
+// One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The first steps'
+// weight loads (for rows of up to 32 * kInflight * 16 bytes: the whole row) are issued before the kernel
+// waits for its predecessor (programmatic dependent launch): weights do not depend on it, so their latency
+// hides behind the previous kernel's tail. Then the block quantises the M input rows into shared memory
+// (FORMATS.md section 3, what prepare_activation writes): every block redoes this small amount of work so the
+// decode step needs no separate launch for it.
 template <int M>
 __global__ void __launch_bounds__(32 * kWarps)
-    gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y) {
+    gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                NormInput norm) {
   extern __shared__ float4 smem4[];
+  __shared__ float scratch[32];
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row = blockIdx.x * kWarps + warp;
+  const bool live = row < rows;
+  const int vecs = cols / 16;
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
+  uint4 wv[kInflight];
+#pragma unroll
+  for (int u = 0; u < kInflight; ++u) {
+    const int v = lane + 32 * u;
+    if (live && v < vecs) wv[u] = __ldcs(wrow + v);
+  }
+  cuda::pdl_wait();
+  cuda::pdl_trigger();
+  if (norm.weight) {
+    norm_rows_to_shared(norm, M, cols, a, scratch);
+    x = a;  // quantised in place below: each group is read and written by one warp
+  }
   const int groups = (cols + 127) / 128;
   for (int item = warp; item < M * groups; item += kWarps) {
     const int m = item / groups, g0 = (item % groups) * 128, g1 = min(cols, g0 + 128);
@@ -46,21 +68,19 @@ __global__ void __launch_bounds__(32 * kWarps)
     for (int i = g0 + lane; i < g1; i += 32) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(xr[i], s)) * s;
   }
   __syncthreads();
-  const int row = blockIdx.x * kWarps + warp;
-  if (row >= rows) return;
+  if (!live) return;
   const int scols = (cols + 127) / 128;
   const float* srow = scale + static_cast<int64_t>(row / 128) * scols;
-  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * cols);
-  const int vecs = cols / 16;
   float acc[M];
 #pragma unroll
   for (int m = 0; m < M; ++m) acc[m] = 0.0f;
   for (int v0 = lane; v0 < vecs; v0 += 32 * kInflight) {
-    uint4 wv[kInflight];
+    if (v0 != lane) {  // the first steps' weights came in before the wait
 #pragma unroll
-    for (int u = 0; u < kInflight; ++u) {
-      const int v = v0 + 32 * u;
-      if (v < vecs) wv[u] = __ldcs(wrow + v);
+      for (int u = 0; u < kInflight; ++u) {
+        const int v = v0 + 32 * u;
+        if (v < vecs) wv[u] = __ldcs(wrow + v);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kInflight; ++u) {
@@ -91,16 +111,15 @@ __global__ void __launch_bounds__(32 * kWarps)
 
 template <int M>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
-                 cudaStream_t s) {
+                 cudaStream_t s, const NormInput& norm) {
   static bool configured = false;  // set on the first (eager) call, never inside a graph capture
   if (!configured) {
     MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
     configured = true;
   }
-  gemv_kernel<M><<<blocks_for(rows, kWarps), 32 * kWarps, static_cast<size_t>(M) * cols * sizeof(float), s>>>(
-      w, scale, rows, cols, x, y);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(gemv_kernel<M>, blocks_for(rows, kWarps), 32 * kWarps,
+             static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
 }
 
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
@@ -116,18 +135,20 @@ __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t row
 }  // namespace
 
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
-              cudaStream_t s) {
+              cudaStream_t s, const NormInput* norm) {
   require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
           " M ", M, " unsupported");
+  require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "fp8_gemv: bad NormInput");
+  const NormInput n = norm ? *norm : NormInput{};
   switch (M) {
     case 1:
-      return launch_gemv<1>(w, scale, rows, cols, x, y, s);
+      return launch_gemv<1>(w, scale, rows, cols, x, y, s, n);
     case 2:
-      return launch_gemv<2>(w, scale, rows, cols, x, y, s);
+      return launch_gemv<2>(w, scale, rows, cols, x, y, s, n);
     case 3:
-      return launch_gemv<3>(w, scale, rows, cols, x, y, s);
+      return launch_gemv<3>(w, scale, rows, cols, x, y, s, n);
     default:
-      return launch_gemv<4>(w, scale, rows, cols, x, y, s);
+      return launch_gemv<4>(w, scale, rows, cols, x, y, s, n);
   }
 }
 

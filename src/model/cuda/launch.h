@@ -57,11 +57,12 @@ void add_into(float* x, const float* y_f32, const uint16_t* y_bf16, int64_t coun
 
 // qk_rope.cu: qkv [N, (heads + 2 kv_heads) * D] fp32 from the fused projection. Per-head RMSNorm of q and k
 // (when q_norm/k_norm are set), neox RoPE at each token's position (cos/sin of pos * inv_freq, times
-// attention_scaling), q written to q_out [N, heads * D] fp32, k and v stored into the token's KV slot.
+// attention_scaling), q written to q_out [N, heads * D] fp32, k and v stored into the token's KV slot. It
+// also zeroes `zero_counters` [num_counters] (may be null) for the decode attention that follows.
 void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim, const float* q_norm,
                         const float* k_norm, float eps, const float* inv_freq, float attention_scaling,
                         const StepMetaDev& meta, const KvCacheDev& kv, int layer, float* q_out,
-                        cudaStream_t s);
+                        int* zero_counters, int num_counters, cudaStream_t s);
 
 // attention_prefill.cu: causal GQA attention of every token row over its sequence's KV [0, own position],
 // reading earlier pages too (chunked prefill, prefix cache). `tiles` lists (sequence, first row) of the
@@ -73,17 +74,38 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
 
 // attention_decode.cu: one query row per sequence (row b is sequence b), B sequences, KV split into `splits`
 // parts (graph-safe: lengths are read on the device), partials in `partial` [B, heads, splits, head_dim + 2]
-// fp32, then combined into ctx.
+// fp32, combined into ctx by the last block of each group. `counters` [attention_decode_counters(B, heads,
+// kv_heads)] must be zero (qk_norm_rope_store zeroes them in the same step).
+int attention_decode_counters(int B, int heads, int kv_heads);
 void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCacheDev& kv, int layer,
-                      int heads, int splits, float* partial, float* ctx_f32, uint16_t* ctx_bf16,
-                      cudaStream_t s);
+                      int heads, int splits, float* partial, int* counters, float* ctx_f32,
+                      uint16_t* ctx_bf16, cudaStream_t s);
+
+// A GEMV's input given as RMSNorm(x + residual) instead of ready rows (norm_rows.cuh): the GEMV normalises
+// the M rows itself. Block 0 writes x + residual to x_out, which must not be x (other blocks still read x),
+// and the normalised rows in bf16 to xn_bf16_out when that is set.
+struct NormInput {
+  const float* x;            // [M, n] the residual stream
+  const float* res_f32;      // [M, n] added to x first (or null)
+  const uint16_t* res_bf16;  // [M, n] added to x first (or null)
+  const float* weight;       // [n]
+  float eps;
+  float* x_out;           // [M, n]
+  uint16_t* xn_bf16_out;  // [M, n] or null
+};
 
 // fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
 // cols] with scales [ceil(rows/128), ceil(cols/128)]; x is the linear's unquantised fp32 input, quantised per
 // token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
 constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
+// With `norm` set, x is ignored and the input is RMSNorm(norm->x + residual) (see NormInput).
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
-              cudaStream_t s);
+              cudaStream_t s, const NormInput* norm = nullptr);
+// f32_gemv.cu: y [M, rows] fp32 = x [M, cols] · Wᵀ for fp32 W [rows, cols] (the router at decode sizes).
+// M <= kF32GemvMaxM, cols % 4 == 0, cols <= kFp8GemvMaxCols; `norm` as for fp8_gemv.
+constexpr int kF32GemvMaxM = 4;
+void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* y, cudaStream_t s,
+              const NormInput* norm = nullptr);
 // W dequantised on the device: bf16 (the fast prefill GEMM's weights) and/or fp32 (the exact one's).
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
                           uint16_t* out_bf16, float* out_f32, cudaStream_t s);

@@ -9,6 +9,8 @@ __global__ void rms_norm_kernel(float* x, const float* res_f32, const uint16_t* 
                                 const int32_t* row_index, int n, float eps, float* out_f32,
                                 uint16_t* out_bf16) {
   __shared__ float scratch[32];
+  pdl_wait();
+  pdl_trigger();
   const int row = blockIdx.x;
   const int64_t in_row = row_index ? row_index[row] : row;
   float* xr = x + in_row * n;
@@ -35,9 +37,8 @@ void rms_norm(float* x, const float* residual_f32, const uint16_t* residual_bf16
               const int32_t* row_index, int rows, int n, float eps, float* out_f32, uint16_t* out_bf16,
               cudaStream_t s) {
   if (rows == 0) return;
-  rms_norm_kernel<<<rows, 256, 0, s>>>(x, residual_f32, residual_bf16, weight, row_index, n, eps, out_f32,
-                                       out_bf16);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(rms_norm_kernel, rows, 256, 0, s, x, residual_f32, residual_bf16, weight, row_index, n, eps,
+             out_f32, out_bf16);
 }
 
 }  // namespace moe::model::gpu

@@ -10,8 +10,13 @@ constexpr int kWarps = 4, kMaxHeadDim = 256;
 
 __global__ void qk_rope_kernel(const float* qkv, int heads, int kv_heads, int D, const float* q_norm,
                                const float* k_norm, float eps, const float* inv_freq, float attn_scaling,
-                               StepMetaDev meta, KvCacheDev kv, int layer, float* q_out) {
+                               StepMetaDev meta, KvCacheDev kv, int layer, float* q_out, int* zero_counters,
+                               int num_counters) {
   __shared__ float buf[kWarps][kMaxHeadDim];
+  pdl_wait();
+  pdl_trigger();
+  if (zero_counters && blockIdx.x == 0 && blockIdx.y == 0)
+    for (int i = threadIdx.x; i < num_counters; i += blockDim.x) zero_counters[i] = 0;
   const int t = blockIdx.x, lane = threadIdx.x % 32, w = threadIdx.x / 32;
   const int slot = blockIdx.y * kWarps + w;
   const int slots = heads + 2 * kv_heads;
@@ -62,14 +67,13 @@ __global__ void qk_rope_kernel(const float* qkv, int heads, int kv_heads, int D,
 void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim, const float* q_norm,
                         const float* k_norm, float eps, const float* inv_freq, float attention_scaling,
                         const StepMetaDev& meta, const KvCacheDev& kv, int layer, float* q_out,
-                        cudaStream_t s) {
+                        int* zero_counters, int num_counters, cudaStream_t s) {
   require(head_dim <= kMaxHeadDim && head_dim % 2 == 0, "qk_norm_rope_store: head_dim ", head_dim,
           " unsupported");
   if (N == 0) return;
   const dim3 grid(static_cast<unsigned>(N), blocks_for(heads + 2 * kv_heads, kWarps));
-  qk_rope_kernel<<<grid, 32 * kWarps, 0, s>>>(qkv, heads, kv_heads, head_dim, q_norm, k_norm, eps, inv_freq,
-                                              attention_scaling, meta, kv, layer, q_out);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_pdl(qk_rope_kernel, grid, 32 * kWarps, 0, s, qkv, heads, kv_heads, head_dim, q_norm, k_norm, eps,
+             inv_freq, attention_scaling, meta, kv, layer, q_out, zero_counters, num_counters);
 }
 
 }  // namespace moe::model::gpu

@@ -1,0 +1,93 @@
+// y [M, rows] = x [M, cols] · Wᵀ for fp32 W [rows, cols] and a few rows of x: the MoE router at decode sizes.
+// One warp per output row, 16-byte loads; the first kSteps loads of the row are issued before the kernel
+// waits for its predecessor (the weights do not depend on it), so they overlap the previous kernel's tail.
+#include "model/cuda/common.cuh"
+#include "model/cuda/launch.h"
+#include "model/cuda/norm_rows.cuh"
+
+namespace moe::model::gpu {
+namespace {
+
+constexpr int kWarps = 8, kSteps = 8;
+
+template <int M>
+__global__ void __launch_bounds__(32 * kWarps)
+    f32_gemv_kernel(const float* w, int rows, int cols, const float* x, float* y, NormInput norm) {
+  extern __shared__ float4 smem4[];  // [M][cols] when the input is normalised here
+  __shared__ float scratch[32];
+  const int lane = threadIdx.x % 32, row = blockIdx.x * kWarps + threadIdx.x / 32;
+  const bool live = row < rows;
+  const int vecs = cols / 4;
+  const float4* wrow = reinterpret_cast<const float4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
+  float4 wv[kSteps];
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (live && lane + 32 * u < vecs) wv[u] = __ldcs(wrow + lane + 32 * u);
+  pdl_wait();
+  pdl_trigger();
+  if (norm.weight) {
+    norm_rows_to_shared(norm, M, cols, reinterpret_cast<float*>(smem4), scratch);
+    x = reinterpret_cast<const float*>(smem4);
+  }
+  if (!live) return;
+  float acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) acc[m] = 0.0f;
+  for (int v0 = lane; v0 < vecs; v0 += 32 * kSteps) {
+    if (v0 != lane) {
+#pragma unroll
+      for (int u = 0; u < kSteps; ++u)
+        if (v0 + 32 * u < vecs) wv[u] = __ldcs(wrow + v0 + 32 * u);
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int v = v0 + 32 * u;
+      if (v >= vecs) break;
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        const float4 xv = reinterpret_cast<const float4*>(x + static_cast<int64_t>(m) * cols)[v];
+        acc[m] += wv[u].x * xv.x + wv[u].y * xv.y + wv[u].z * xv.z + wv[u].w * xv.w;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const float total = warp_sum(acc[m]);
+    if (lane == 0) y[static_cast<int64_t>(m) * rows + row] = total;
+  }
+}
+
+template <int M>
+void launch(const float* w, int rows, int cols, const float* x, float* y, cudaStream_t s,
+            const NormInput& norm) {
+  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
+  if (!configured) {
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(f32_gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(M * kFp8GemvMaxCols * sizeof(float))));
+    configured = true;
+  }
+  const size_t smem = norm.weight ? static_cast<size_t>(M) * cols * sizeof(float) : 0;
+  launch_pdl(f32_gemv_kernel<M>, blocks_for(rows, kWarps), 32 * kWarps, smem, s, w, rows, cols, x, y, norm);
+}
+
+}  // namespace
+
+void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* y, cudaStream_t s,
+              const NormInput* norm) {
+  require(cols % 4 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kF32GemvMaxM, "f32_gemv: cols ", cols,
+          " M ", M, " unsupported");
+  require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "f32_gemv: bad NormInput");
+  const NormInput n = norm ? *norm : NormInput{};
+  switch (M) {
+    case 1:
+      return launch<1>(w, rows, cols, x, y, s, n);
+    case 2:
+      return launch<2>(w, rows, cols, x, y, s, n);
+    case 3:
+      return launch<3>(w, rows, cols, x, y, s, n);
+    default:
+      return launch<4>(w, rows, cols, x, y, s, n);
+  }
+}
+
+}  // namespace moe::model::gpu

@@ -1,0 +1,36 @@
+#pragma once
+// The RMSNorm that precedes a decode GEMV, done inside the GEMV's blocks (one launch fewer per norm): every
+// block normalises the few input rows into its shared memory; block 0 also writes the updated residual stream
+// and, when asked, the normalised rows in bf16 for a later kernel. Same arithmetic and thread layout as
+// rms_norm_kernel (norms.cu, 256 threads), so the bits equal the separate kernel's.
+#include "model/cuda/common.cuh"
+#include "model/cuda/launch.h"
+
+namespace moe::model::gpu {
+
+// a [M][n] (shared memory) = RMSNorm(p.x + residual); needs blockDim.x == 256 like rms_norm_kernel.
+__device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, float* a, float* scratch) {
+  const bool writer = blockIdx.x == 0 && blockIdx.y == 0;
+  for (int m = 0; m < M; ++m) {
+    const int64_t off = static_cast<int64_t>(m) * n;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      float v = p.x[off + i];
+      if (p.res_f32) v += p.res_f32[off + i];
+      if (p.res_bf16) v += bf16_to_f32(p.res_bf16[off + i]);
+      a[off + i] = v;
+      if (writer) p.x_out[off + i] = v;
+      ss += v * v;
+    }
+    const float total = block_sum(ss, scratch);
+    const float inv = 1.0f / sqrtf(total / static_cast<float>(n) + p.eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float o = p.weight[i] * (a[off + i] * inv);
+      a[off + i] = o;
+      if (writer && p.xn_bf16_out) p.xn_bf16_out[off + i] = f32_to_bf16(o);
+    }
+  }
+  __syncthreads();
+}
+
+}  // namespace moe::model::gpu
