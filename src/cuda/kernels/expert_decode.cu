@@ -154,29 +154,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
     if (p0 + kTokens >= n) pdl_trigger();  // past the weight loads: the next kernel may launch
     __syncthreads();
 
-    if (STAGE == 1) {
-      const int half = rows_per_tile / 2;
-      uint16_t* h = is_shared ? a.shared_h : a.h;
-      for (int i = threadIdx.x; i < nt * half; i += blockDim.x) {
-        const int t = i / half, c = i % half, col = tile_row0 + c;
-        if (col >= P) continue;
-        float g = res[t * rows_per_tile + c], u = res[t * rows_per_tile + half + c];
-        if (w.w13_bias) {
-          g += w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
-          u += w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
-        }
-        h[static_cast<size_t>(pair_of(p0 + t)) * P + col] = f32_to_bf16(gated_activation(a.act, g, u));
-      }
-    } else {
-      float* y = is_shared ? a.shared_y : a.y;
-      for (int i = threadIdx.x; i < nt * rows_per_tile; i += blockDim.x) {
-        const int t = i / rows_per_tile, r = i % rows_per_tile, hrow = tile_row0 + r;
-        if (hrow >= H) continue;
-        float v = res[t * rows_per_tile + r];
-        if (w.w2_bias) v += w.w2_bias[static_cast<size_t>(expert) * H + hrow];
-        y[static_cast<size_t>(pair_of(p0 + t)) * H + hrow] = v;
-      }
-    }
+    const auto pass_pair = [&](int t) { return pair_of(p0 + t); };
+    if (STAGE == 1)
+      write_stage1_h(w, a.act, expert, res, rows_per_tile, tile_row0, nt, pass_pair,
+                     is_shared ? a.shared_h : a.h);
+    else
+      write_stage2_y(w, expert, res, rows_per_tile, tile_row0, nt, pass_pair, is_shared ? a.shared_y : a.y);
   }
   if (STAGE == 1) return;
 

@@ -147,30 +147,11 @@ __global__ void __launch_bounds__(kThreads, 2) expert_gemv_kernel(GemvArgs a, Ti
     }
     __syncthreads();
 
-    if (STAGE == 1) {
-      const int half = tile.rows / 2, P = a.w.inter;
-      for (int i = threadIdx.x; i < nt * half; i += blockDim.x) {
-        const int t = i / half, n = i % half, col = tile_row0 + n;
-        if (col >= P) continue;
-        float g = res[t * tile.rows + n], u = res[t * tile.rows + half + n];
-        if (a.w.w13_bias) {
-          g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
-          u += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
-        }
-        const int pair = a.g.sorted_pairs[p0 + t];
-        a.h[static_cast<size_t>(pair) * P + col] = f32_to_bf16(gated_activation(a.act, g, u));
-      }
-    } else {
-      const int H = a.w.hidden;
-      for (int i = threadIdx.x; i < nt * tile.rows; i += blockDim.x) {
-        const int t = i / tile.rows, r = i % tile.rows, hrow = tile_row0 + r;
-        if (hrow >= H) continue;
-        float v = res[t * tile.rows + r];
-        if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + hrow];
-        const int pair = a.g.sorted_pairs[p0 + t];
-        a.y[static_cast<size_t>(pair) * H + hrow] = v;
-      }
-    }
+    const auto pair_of = [&](int t) { return a.g.sorted_pairs[p0 + t]; };
+    if (STAGE == 1)
+      write_stage1_h(a.w, a.act, expert, res, tile.rows, tile_row0, nt, pair_of, a.h);
+    else
+      write_stage2_y(a.w, expert, res, tile.rows, tile_row0, nt, pair_of, a.y);
   }
 }
 

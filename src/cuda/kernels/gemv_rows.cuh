@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
+#include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_reduce.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "cuda/moe_params.h"
@@ -126,6 +127,40 @@ __device__ __forceinline__ void accumulate_chunk(const Chunk<F, R>& c, const flo
 __device__ __forceinline__ float lane_group_sum(float v, int lpr) {
   for (int off = lpr / 2; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
   return v;
+}
+
+// Stage 1's output for a pass of nt tokens: res [nt][rows_per_tile] holds the tile's gate rows, then its up
+// rows; h[pair][col] = activation(gate + bias, up + bias) in bf16. pair_of(t) is the pass's t-th pair.
+template <typename PairOf>
+__device__ __forceinline__ void write_stage1_h(const ExpertWeightsDev& w, const ActivationParams& act,
+                                               int expert, const float* res, int rows_per_tile, int tile_row0,
+                                               int nt, PairOf pair_of, uint16_t* h) {
+  const int half = rows_per_tile / 2, P = w.inter;
+  for (int i = threadIdx.x; i < nt * half; i += blockDim.x) {
+    const int t = i / half, c = i % half, col = tile_row0 + c;
+    if (col >= P) continue;
+    float g = res[t * rows_per_tile + c], u = res[t * rows_per_tile + half + c];
+    if (w.w13_bias) {
+      g += w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
+      u += w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
+    }
+    h[static_cast<size_t>(pair_of(t)) * P + col] = f32_to_bf16(gated_activation(act, g, u));
+  }
+}
+
+// Stage 2's output for a pass: y[pair][row] = res + bias, fp32 (the combine weights and sums the slots).
+template <typename PairOf>
+__device__ __forceinline__ void write_stage2_y(const ExpertWeightsDev& w, int expert, const float* res,
+                                               int rows_per_tile, int tile_row0, int nt, PairOf pair_of,
+                                               float* y) {
+  const int H = w.hidden;
+  for (int i = threadIdx.x; i < nt * rows_per_tile; i += blockDim.x) {
+    const int t = i / rows_per_tile, r = i % rows_per_tile, hrow = tile_row0 + r;
+    if (hrow >= H) continue;
+    float v = res[t * rows_per_tile + r];
+    if (w.w2_bias) v += w.w2_bias[static_cast<size_t>(expert) * H + hrow];
+    y[static_cast<size_t>(pair_of(t)) * H + hrow] = v;
+  }
 }
 
 }  // namespace moe::cuda
