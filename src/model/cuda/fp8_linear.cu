@@ -126,7 +126,7 @@ void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const
   static int sms = 0;  // set on the first (eager) call, never inside a graph capture
   if (!sms) {
     MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
+                                        static_cast<int>(kGemvMaxInputFloats * sizeof(float))));
     int dev = 0;
     MOE_CUDA_CHECK(cudaGetDevice(&dev));
     MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -153,20 +153,11 @@ __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t row
 
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm) {
-  require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
-          " M ", M, " unsupported");
+  require(cols % 16 == 0 && gemv_fits(M, cols), "fp8_gemv: cols ", cols, " M ", M, " unsupported");
   require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "fp8_gemv: bad NormInput");
   const NormInput n = norm ? *norm : NormInput{};
-  switch (M) {
-    case 1:
-      return launch_gemv<1>(w, scale, rows, cols, x, y, s, n);
-    case 2:
-      return launch_gemv<2>(w, scale, rows, cols, x, y, s, n);
-    case 3:
-      return launch_gemv<3>(w, scale, rows, cols, x, y, s, n);
-    default:
-      return launch_gemv<4>(w, scale, rows, cols, x, y, s, n);
-  }
+  with_rows<kGemvMaxM>(
+      M, [&](auto rows_m) { launch_gemv<decltype(rows_m)::value>(w, scale, rows, cols, x, y, s, n); });
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
