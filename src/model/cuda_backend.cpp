@@ -221,7 +221,7 @@ StepMetaDev CudaModelBackend::meta_of(const StepPlan& p) const {
 }
 
 bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
-  return L.fp8 && gemv_ && gemv_fits(M, L.cols) && L.scale_row_div == 128;
+  return L.fp8 && gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols;
 }
 
 void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M,
@@ -283,7 +283,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       attention_prefill(q_.as<float>(), meta, meta_.as<int32_t>() + p.off_tiles, p.tiles, kv_, li, heads,
                         ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
-    const bool router_norms = L.moe && gemv_fits(N, H);
+    const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
     if (router_norms) {
       // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
       const NormInput in{x,       y_.as<float>(),         nullptr, L.post_norm.as<float>(), eps,

@@ -12,12 +12,8 @@
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8;
+constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kValueBatch = 16;
 constexpr int kMaxSplits = 32;
-
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
 
 // Eight bf16 values (16 bytes) widened to fp32.
 __device__ __forceinline__ void widen8(const uint4& w, float* f) {
@@ -107,28 +103,29 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     float s[kHeads];
 #pragma unroll
     for (int g = 0; g < kHeads; ++g) s[g] = 0.0f;
-    // The loops below stay rolled: a block runs once per SM, so every instruction is an instruction-cache
-    // miss and fully unrolled code (5.5k instructions) cost more than the loads. The row's cache lines are
-    // requested up front instead, so the rolled loop's loads find them in L1 or in flight.
-    const uint16_t* krow = layer_base + row;
+    // The key row's loads all issued before any is used (kKeyBatch 16-byte pieces at a time): issued one by
+    // one next to their use, they would wait on DRAM one after another.
+    const uint4* krow = reinterpret_cast<const uint4*>(layer_base + row);
+    constexpr int kKeyBatch = D / 8 < 16 ? D / 8 : 16;
 #pragma unroll
-    for (int c = 0; c < D; c += 64) prefetch_l1(krow + c);  // 64 bf16 = one 128-byte line
-#pragma unroll 1
-    for (int c = 0; c < D / 8; ++c) {
-      float k[8];
-      widen8(reinterpret_cast<const uint4*>(krow)[c], k);
+    for (int c0 = 0; c0 < D / 8; c0 += kKeyBatch) {
+      uint4 kw[kKeyBatch];
 #pragma unroll
-      for (int g = 0; g < kHeads; ++g) {
-        const float4 qa = *reinterpret_cast<const float4*>(&sh.q[g][8 * c]);
-        const float4 qb = *reinterpret_cast<const float4*>(&sh.q[g][8 * c + 4]);
-        s[g] = fmaf(qa.x, k[0], s[g]), s[g] = fmaf(qa.y, k[1], s[g]), s[g] = fmaf(qa.z, k[2], s[g]);
-        s[g] = fmaf(qa.w, k[3], s[g]), s[g] = fmaf(qb.x, k[4], s[g]), s[g] = fmaf(qb.y, k[5], s[g]);
-        s[g] = fmaf(qb.z, k[6], s[g]), s[g] = fmaf(qb.w, k[7], s[g]);
+      for (int u = 0; u < kKeyBatch; ++u) kw[u] = krow[c0 + u];
+#pragma unroll
+      for (int u = 0; u < kKeyBatch; ++u) {
+        float k[8];
+        widen8(kw[u], k);
+#pragma unroll
+        for (int g = 0; g < kHeads; ++g) {
+          const float4 qa = *reinterpret_cast<const float4*>(&sh.q[g][8 * (c0 + u)]);
+          const float4 qb = *reinterpret_cast<const float4*>(&sh.q[g][8 * (c0 + u) + 4]);
+          s[g] = fmaf(qa.x, k[0], s[g]), s[g] = fmaf(qa.y, k[1], s[g]), s[g] = fmaf(qa.z, k[2], s[g]);
+          s[g] = fmaf(qa.w, k[3], s[g]), s[g] = fmaf(qb.x, k[4], s[g]), s[g] = fmaf(qb.y, k[5], s[g]);
+          s[g] = fmaf(qb.z, k[6], s[g]), s[g] = fmaf(qb.w, k[7], s[g]);
+        }
       }
     }
-    // This lane's key's value row, requested now for the P·V loop below.
-#pragma unroll
-    for (int c = 0; c < D; c += 64) prefetch_l1(krow + v_off + c);
     const bool valid = t0 + lane < j1;
 #pragma unroll
     for (int g = 0; g < kHeads; ++g) {
@@ -142,18 +139,22 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
       sh.p[warp][g][lane] = p;
     }
     __syncwarp();
-    // P·V over the tile's keys (their value rows were prefetched by their own lanes).
+    // P·V over the tile's keys, kValueBatch value rows loaded at a time (independent loads in flight). Lanes
+    // past the split's end point at its last key and have p = 0, so every batch is full.
     const int count = min(32, j1 - t0);
-#pragma unroll 1
-    for (int k = 0; k < count; ++k) {
-      float v[E];
-      load_bf16<E>(layer_base + __shfl_sync(cuda::kFullMask, row, k) + v_off + lane * E, v);
+    for (int k0 = 0; k0 < count; k0 += kValueBatch) {
+      float v[kValueBatch][E];
 #pragma unroll
-      for (int g = 0; g < kHeads; ++g) {
-        const float pk = sh.p[warp][g][k];
+      for (int u = 0; u < kValueBatch; ++u)
+        load_bf16<E>(layer_base + __shfl_sync(cuda::kFullMask, row, k0 + u) + v_off + lane * E, v[u]);
 #pragma unroll
-        for (int e = 0; e < E; ++e) o[g][e] = fmaf(pk, v[e], o[g][e]);
-      }
+      for (int u = 0; u < kValueBatch; ++u)
+#pragma unroll
+        for (int g = 0; g < kHeads; ++g) {
+          const float pk = sh.p[warp][g][k0 + u];
+#pragma unroll
+          for (int e = 0; e < E; ++e) o[g][e] = fmaf(pk, v[u][e], o[g][e]);
+        }
     }
     __syncwarp();
   }

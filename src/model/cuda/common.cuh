@@ -32,15 +32,6 @@ void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t sme
   cuda::launch_overlapped(kernel, grid, block, smem, s, std::forward<Args>(args)...);
 }
 
-// f(std::integral_constant<int, M>{}) for a runtime M in [1, kMax]: kernels templated on their row count.
-template <int kMax, typename F>
-void with_rows(int M, F&& f) {
-  if constexpr (kMax >= 1) {
-    if (M == kMax) return f(std::integral_constant<int, kMax>{});
-    with_rows<kMax - 1>(M, f);
-  }
-}
-
 inline unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }

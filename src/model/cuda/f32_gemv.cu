@@ -63,7 +63,7 @@ void launch(const float* w, int rows, int cols, const float* x, float* y, cudaSt
   static bool configured = false;  // set on the first (eager) call, never inside a graph capture
   if (!configured) {
     MOE_CUDA_CHECK(cudaFuncSetAttribute(f32_gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kGemvMaxInputFloats * sizeof(float))));
+                                        static_cast<int>(M * kFp8GemvMaxCols * sizeof(float))));
     configured = true;
   }
   const size_t smem = norm.weight ? static_cast<size_t>(M) * cols * sizeof(float) : 0;
@@ -74,10 +74,20 @@ void launch(const float* w, int rows, int cols, const float* x, float* y, cudaSt
 
 void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* y, cudaStream_t s,
               const NormInput* norm) {
-  require(cols % 4 == 0 && gemv_fits(M, cols), "f32_gemv: cols ", cols, " M ", M, " unsupported");
+  require(cols % 4 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kF32GemvMaxM, "f32_gemv: cols ", cols,
+          " M ", M, " unsupported");
   require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "f32_gemv: bad NormInput");
   const NormInput n = norm ? *norm : NormInput{};
-  with_rows<kGemvMaxM>(M, [&](auto rows_m) { launch<decltype(rows_m)::value>(w, rows, cols, x, y, s, n); });
+  switch (M) {
+    case 1:
+      return launch<1>(w, rows, cols, x, y, s, n);
+    case 2:
+      return launch<2>(w, rows, cols, x, y, s, n);
+    case 3:
+      return launch<3>(w, rows, cols, x, y, s, n);
+    default:
+      return launch<4>(w, rows, cols, x, y, s, n);
+  }
 }
 
 }  // namespace moe::model::gpu

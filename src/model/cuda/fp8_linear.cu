@@ -1,9 +1,7 @@
 // fp8 block-scale linears: a GEMV on the fp8 bytes for decode (few rows: reading the weights once is the
 // whole cost, and fp8 halves it against bf16), and the dequantised bf16 copy that prefill GEMMs use.
 #include <cuda_fp16.h>
-
 #include <cuda_fp8.h>
-#include <algorithm>
 
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
@@ -13,10 +11,6 @@ namespace moe::model::gpu {
 namespace {
 
 constexpr int kWarps = 8, kInflight = 4;
-
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
 
 __device__ __forceinline__ void decode16(const uint4& w, float* f) {
   const uint32_t words[4] = {w.x, w.y, w.z, w.w};
@@ -47,19 +41,16 @@ __global__ void __launch_bounds__(32 * kWarps)
   __shared__ float scratch[32];
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  // The grid is at most one wave (launch_gemv), so a warp may take several rows: the first one's weights into
-  // registers and the later ones' into L2 before the wait, all while the previous kernel drains.
-  const int first_row = blockIdx.x * kWarps + warp, row_step = gridDim.x * kWarps;
+  const int row = blockIdx.x * kWarps + warp;
+  const bool live = row < rows;
   const int vecs = cols / 16;
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
   uint4 wv[kInflight];
-  if (first_row < rows) {
-    const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(first_row) * cols);
 #pragma unroll
-    for (int u = 0; u < kInflight; ++u)
-      if (lane + 32 * u < vecs) wv[u] = __ldcs(wrow + lane + 32 * u);
+  for (int u = 0; u < kInflight; ++u) {
+    const int v = lane + 32 * u;
+    if (live && v < vecs) wv[u] = __ldcs(wrow + v);
   }
-  for (int r = first_row + row_step; r < rows; r += row_step)
-    for (int c = lane * 128; c < cols; c += 32 * 128) prefetch_l2(w + static_cast<int64_t>(r) * cols + c);
   cuda::pdl_wait();
   cuda::pdl_trigger();
   if (norm.weight) {
@@ -77,66 +68,58 @@ __global__ void __launch_bounds__(32 * kWarps)
     for (int i = g0 + lane; i < g1; i += 32) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(xr[i], s)) * s;
   }
   __syncthreads();
+  if (!live) return;
   const int scols = (cols + 127) / 128;
-  for (int row = first_row; row < rows; row += row_step) {
-    const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(row) * cols);
-    const float* srow = scale + static_cast<int64_t>(row / 128) * scols;
-    float acc[M];
+  const float* srow = scale + static_cast<int64_t>(row / 128) * scols;
+  float acc[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) acc[m] = 0.0f;
-    for (int v0 = lane; v0 < vecs; v0 += 32 * kInflight) {
-      if (row != first_row || v0 != lane) {  // the first steps of the first row came in before the wait
-#pragma unroll
-        for (int u = 0; u < kInflight; ++u) {
-          const int v = v0 + 32 * u;
-          if (v < vecs) wv[u] = __ldcs(wrow + v);
-        }
-      }
+  for (int m = 0; m < M; ++m) acc[m] = 0.0f;
+  for (int v0 = lane; v0 < vecs; v0 += 32 * kInflight) {
+    if (v0 != lane) {  // the first steps' weights came in before the wait
 #pragma unroll
       for (int u = 0; u < kInflight; ++u) {
         const int v = v0 + 32 * u;
-        if (v >= vecs) break;
-        float f[16];
-        decode16(wv[u], f);
-        const float sw = srow[v / 8];  // 8 vectors of 16 make one 128-column block
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
-          float part = 0.0f;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float4 xv = av[i];
-            part += f[4 * i] * xv.x + f[4 * i + 1] * xv.y + f[4 * i + 2] * xv.z + f[4 * i + 3] * xv.w;
-          }
-          acc[m] += sw * part;
-        }
+        if (v < vecs) wv[u] = __ldcs(wrow + v);
       }
     }
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      const float total = warp_sum(acc[m]);
-      if (lane == 0) y[static_cast<int64_t>(m) * rows + row] = total;
+    for (int u = 0; u < kInflight; ++u) {
+      const int v = v0 + 32 * u;
+      if (v >= vecs) break;
+      float f[16];
+      decode16(wv[u], f);
+      const float sw = srow[v / 8];  // 8 vectors of 16 make one 128-column block
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
+        float part = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float4 xv = av[i];
+          part += f[4 * i] * xv.x + f[4 * i + 1] * xv.y + f[4 * i + 2] * xv.z + f[4 * i + 3] * xv.w;
+        }
+        acc[m] += sw * part;
+      }
     }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const float total = warp_sum(acc[m]);
+    if (lane == 0) y[static_cast<int64_t>(m) * rows + row] = total;
   }
 }
 
 template <int M>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                  cudaStream_t s, const NormInput& norm) {
-  static int sms = 0;  // set on the first (eager) call, never inside a graph capture
-  if (!sms) {
+  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
+  if (!configured) {
     MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kGemvMaxInputFloats * sizeof(float))));
-    int dev = 0;
-    MOE_CUDA_CHECK(cudaGetDevice(&dev));
-    MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+                                        static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
+    configured = true;
   }
-  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float);
-  // One wave: blocks of a second wave would start only when the first ends, doubling the latency chain.
-  int per_sm = 0;
-  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<M>, 32 * kWarps, smem));
-  const unsigned grid = std::min(blocks_for(rows, kWarps), static_cast<unsigned>(std::max(1, per_sm) * sms));
-  launch_pdl(gemv_kernel<M>, grid, 32 * kWarps, smem, s, w, scale, rows, cols, x, y, norm);
+  launch_pdl(gemv_kernel<M>, blocks_for(rows, kWarps), 32 * kWarps,
+             static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
 }
 
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
@@ -153,11 +136,20 @@ __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t row
 
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm) {
-  require(cols % 16 == 0 && gemv_fits(M, cols), "fp8_gemv: cols ", cols, " M ", M, " unsupported");
+  require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
+          " M ", M, " unsupported");
   require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "fp8_gemv: bad NormInput");
   const NormInput n = norm ? *norm : NormInput{};
-  with_rows<kGemvMaxM>(
-      M, [&](auto rows_m) { launch_gemv<decltype(rows_m)::value>(w, scale, rows, cols, x, y, s, n); });
+  switch (M) {
+    case 1:
+      return launch_gemv<1>(w, scale, rows, cols, x, y, s, n);
+    case 2:
+      return launch_gemv<2>(w, scale, rows, cols, x, y, s, n);
+    case 3:
+      return launch_gemv<3>(w, scale, rows, cols, x, y, s, n);
+    default:
+      return launch_gemv<4>(w, scale, rows, cols, x, y, s, n);
+  }
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,

@@ -94,21 +94,16 @@ struct NormInput {
   uint16_t* xn_bf16_out;  // [M, n] or null
 };
 
-// The decode GEMVs (fp8_gemv, f32_gemv) take up to kGemvMaxM input rows, held in shared memory: M * cols at
-// most kGemvMaxInputFloats.
-constexpr int kGemvMaxM = 8, kGemvMaxInputFloats = 32768;
-inline bool gemv_fits(int M, int cols) {
-  return M >= 1 && M <= kGemvMaxM && static_cast<int64_t>(M) * cols <= kGemvMaxInputFloats;
-}
-
 // fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
 // cols] with scales [ceil(rows/128), ceil(cols/128)]; x is the linear's unquantised fp32 input, quantised per
-// token per 1x128 group inside the kernel. gemv_fits(M, cols), cols % 16 == 0.
+// token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
+constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
 // With `norm` set, x is ignored and the input is RMSNorm(norm->x + residual) (see NormInput).
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm = nullptr);
 // f32_gemv.cu: y [M, rows] fp32 = x [M, cols] · Wᵀ for fp32 W [rows, cols] (the router at decode sizes).
-// gemv_fits(M, cols), cols % 4 == 0; `norm` as for fp8_gemv.
+// M <= kF32GemvMaxM, cols % 4 == 0, cols <= kFp8GemvMaxCols; `norm` as for fp8_gemv.
+constexpr int kF32GemvMaxM = 4;
 void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* y, cudaStream_t s,
               const NormInput* norm = nullptr);
 // W dequantised on the device: bf16 (the fast prefill GEMM's weights) and/or fp32 (the exact one's).
