@@ -257,5 +257,65 @@ INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
                          ::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                          [](const auto& p) { return std::string(fmt_name(p.param)); });
 
+// Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
+// head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV
+// head), with head_dim 32 to 128 and a 300-token context (several splits, so the last-block combine runs):
+// decode logits against the CPU reference.
+struct AttentionShape {
+  int64_t heads, kv_heads, head_dim;
+  const char* name;
+};
+
+class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  const AttentionShape shape = GetParam();
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           (std::string("moe_cuda_attention_") + shape.name + std::to_string(getpid())))
+                              .string();
+  GenModelSpec spec = gen_model_shape("small");
+  spec.heads = shape.heads, spec.kv_heads = shape.kv_heads, spec.head_dim = shape.head_dim;
+  spec.seed = 9;
+  write_random_model(dir, spec, false);
+  ModelRunner cpu(open_model_backend(dir, "cpu", small_pages()));
+  ModelRunner gpu(open_model_backend(dir, "cuda", small_pages()));
+  const int64_t V = cpu.spec().vocab;
+  std::mt19937 rng(static_cast<unsigned>(shape.heads * 131 + shape.head_dim));
+  std::vector<StepInput> cin, gin;
+  for (const int len : {300, 37}) {
+    std::vector<int32_t> p(static_cast<size_t>(len));
+    for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<unsigned>(V));
+    cin.push_back({cpu.add_sequence(), p, false});
+    gin.push_back({gpu.add_sequence(), p, false});
+  }
+  std::vector<float> r = cpu.step(cin), g = gpu.step(gin);
+  Agreement decode_rows;
+  for (int step = 0; step < 6; ++step) {
+    ASSERT_EQ(r.size(), g.size());
+    for (size_t b = 0; b < cin.size(); ++b) {
+      const float* rb = r.data() + b * V;
+      if (step > 0) decode_rows.add(rb, g.data() + b * V, V);  // step 0 holds the prefill rows
+      const int32_t next = static_cast<int32_t>(std::max_element(rb, rb + V) - rb);
+      cin[b].tokens = gin[b].tokens = {next};
+    }
+    r = cpu.step(cin);
+    g = gpu.step(gin);
+    expect_finite(g, "decode");
+  }
+  std::filesystem::remove_all(dir);
+  std::printf("[%s] %d decode rows: mean KL %.3g (max %.3g), top-1 %.3f\n", shape.name, decode_rows.rows,
+              decode_rows.mean_kl(), decode_rows.kl_max, decode_rows.top1_rate());
+  EXPECT_LE(decode_rows.mean_kl(), 1e-3);
+  EXPECT_GE(decode_rows.top1_rate(), 0.9);
+}
+
+INSTANTIATE_TEST_SUITE_P(shapes, cuda_attention_shapes,
+                         ::testing::Values(AttentionShape{4, 4, 32, "group1_d32"},
+                                           AttentionShape{6, 2, 64, "group3_d64"},
+                                           AttentionShape{16, 2, 128, "group8_d128"},
+                                           AttentionShape{32, 2, 64, "group16_d64"}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
 }  // namespace
 }  // namespace moe::model
