@@ -35,6 +35,9 @@ Linear Linear::slice_rows(int64_t begin, int64_t count) const {
   require(begin >= 0 && count > 0 && begin + count <= rows, "'", name, "': row slice [", begin, ", ",
           begin + count, ") outside ", rows, " rows");
   Linear s = *this;
+  s.full_rows = full_rows ? full_rows : rows;
+  s.full_cols = full_cols ? full_cols : cols;
+  s.row_origin = row_origin + begin;
   s.rows = count;
   s.weight.assign(weight.begin() + begin * cols, weight.begin() + (begin + count) * cols);
   return s;
@@ -46,6 +49,9 @@ Linear Linear::slice_cols(int64_t begin, int64_t count) const {
   require(act_quant == ActQuant::None || act_quant == ActQuant::Fp8_1x128, "'", name,
           "': only fp8 1x128 activation groups can be split between ranks");
   Linear s = *this;
+  s.full_rows = full_rows ? full_rows : rows;
+  s.full_cols = full_cols ? full_cols : cols;
+  s.col_origin = col_origin + begin;
   s.cols = count;
   s.act_group_phase = (act_group_phase + begin) % kFp8ActGroup;
   s.weight.resize(static_cast<size_t>(rows * count));

@@ -21,6 +21,10 @@ struct Linear {
   // Where this linear's input starts inside the checkpoint's 1x128 activation-quant grid: 0, except for a
   // row-parallel TP shard whose first input column is not on a group boundary (model/tp_plan.h).
   int64_t act_group_phase = 0;
+  // Where a tensor-parallel shard sits in its checkpoint tensor (the GPU backend cuts the fp8 codes from
+  // there): rows [row_origin, row_origin + rows) and columns [col_origin, col_origin + cols) of a [full_rows,
+  // full_cols] tensor; full_rows / full_cols 0 mean unsharded (the tensor is rows x cols).
+  int64_t row_origin = 0, col_origin = 0, full_rows = 0, full_cols = 0;
 
   // y [M, rows] = x [M, cols] · Wᵀ; every output row is computed the same way whatever M is (batch
   // invariant).

@@ -11,6 +11,7 @@
 #include "layout/moe_loader.h"
 #include "layout/plan.h"
 #include "model/cuda/launch.h"
+#include "model/fp8_shard.h"
 #include "model/rope.h"
 
 namespace moe::model::gpu {
@@ -51,7 +52,9 @@ DeviceLinear stack_linears(const std::vector<const Linear*>& parts, const Tensor
     require(p->cols == d.cols && (p->format == WeightFormat::Fp8Block) == d.fp8,
             "cuda backend: cannot stack '", p->name, "' with '", parts[0]->name,
             "' (input size or format differ)");
-    require_input(p->act_group_phase == 0, "cuda backend: '", p->name, "' is a tensor-parallel shard");
+    require_input(p->act_group_phase == 0, "cuda backend: '", p->name,
+                  "' is a tensor-parallel shard whose input starts inside a 1x128 activation group (phase ",
+                  p->act_group_phase, "): not supported on the GPU yet");
     d.rows += static_cast<int>(p->rows);
     all.insert(all.end(), p->weight.begin(), p->weight.end());
   }
@@ -61,23 +64,25 @@ DeviceLinear stack_linears(const std::vector<const Linear*>& parts, const Tensor
   if (keep_fp32_copies()) d.f32 = upload_vector(all);
   require_input(d.cols % 16 == 0, "cuda backend: fp8 linear '", parts[0]->name, "' has ", d.cols,
                 " input columns, not a multiple of 16");
-  const int64_t scols = ceil_div64(d.cols, 128);
+  // Each part's codes and scales cut from its checkpoint tensor (the whole tensor, or a tensor-parallel
+  // rank's shard: fp8_shard.h). One scale per 128-row block when every part starts on the block grid, else
+  // one per row.
   bool aligned = true;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) aligned = aligned && parts[i]->rows % 128 == 0;
+  for (size_t i = 0; i < parts.size(); ++i)
+    aligned =
+        aligned && parts[i]->row_origin % 128 == 0 && (i + 1 == parts.size() || parts[i]->rows % 128 == 0);
   d.scale_row_div = aligned ? 128 : 1;
   std::vector<uint8_t> codes;
   std::vector<float> scales;
   for (const Linear* p : parts) {
-    const TensorView w = expect_tensor(ckpt, p->name + ".weight", {DType::F8_E4M3}, {p->rows, p->cols});
-    const TensorView s =
-        expect_tensor(ckpt, p->name + ".weight_scale_inv", {DType::F32}, {ceil_div64(p->rows, 128), scols});
-    codes.insert(codes.end(), w.as<uint8_t>(), w.as<uint8_t>() + w.numel());
-    if (aligned) {
-      scales.insert(scales.end(), s.as<float>(), s.as<float>() + s.numel());
-    } else {
-      for (int64_t r = 0; r < p->rows; ++r)
-        scales.insert(scales.end(), s.as<float>() + (r / 128) * scols, s.as<float>() + (r / 128 + 1) * scols);
-    }
+    const int64_t R = p->full_rows ? p->full_rows : p->rows, C = p->full_cols ? p->full_cols : p->cols;
+    const TensorView w = expect_tensor(ckpt, p->name + ".weight", {DType::F8_E4M3}, {R, C});
+    const TensorView s = expect_tensor(ckpt, p->name + ".weight_scale_inv", {DType::F32},
+                                       {ceil_div64(R, 128), ceil_div64(C, 128)});
+    const Fp8Shard cut = slice_fp8_block(p->name, w.as<uint8_t>(), s.as<float>(), R, C, p->row_origin,
+                                         p->rows, p->col_origin, p->cols, !aligned);
+    codes.insert(codes.end(), cut.codes.begin(), cut.codes.end());
+    scales.insert(scales.end(), cut.scales.begin(), cut.scales.end());
   }
   d.fp8_codes = upload_vector(codes);
   d.fp8_scale = upload_vector(scales);
