@@ -6,6 +6,7 @@
 // max, sum) goes to `partial`; the last block to finish a (sequence, KV head) combines all splits in split
 // order, so the result does not depend on which block is last. Lengths come from device memory, so a
 // captured graph serves every context length.
+#include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
 
@@ -15,28 +16,21 @@ namespace {
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kValueBatch = 16;
 constexpr int kMaxSplits = 32;
 
-// Eight bf16 values (16 bytes) widened to fp32.
-__device__ __forceinline__ void widen8(const uint4& w, float* f) {
-  const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(words[i] << 16);
-    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-  }
+// Two bf16 values (one 32-bit word) widened to fp32, as decode16<Bf16> does for eight.
+__device__ __forceinline__ void widen_pair(uint32_t w, float* f) {
+  f[0] = __uint_as_float(w << 16), f[1] = __uint_as_float(w & 0xffff0000u);
 }
 
 // E consecutive bf16 values widened to fp32 (E = head_dim / 32: 1, 2, 4 or 8).
 template <int E>
 __device__ __forceinline__ void load_bf16(const uint16_t* p, float* f) {
   if constexpr (E == 8) {
-    widen8(*reinterpret_cast<const uint4*>(p), f);
+    cuda::decode16<cuda::WFormat::Bf16>(*reinterpret_cast<const uint4*>(p), f);
   } else if constexpr (E == 4) {
     const uint2 w = *reinterpret_cast<const uint2*>(p);
-    f[0] = __uint_as_float(w.x << 16), f[1] = __uint_as_float(w.x & 0xffff0000u);
-    f[2] = __uint_as_float(w.y << 16), f[3] = __uint_as_float(w.y & 0xffff0000u);
+    widen_pair(w.x, f), widen_pair(w.y, f + 2);
   } else if constexpr (E == 2) {
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-    f[0] = __uint_as_float(w << 16), f[1] = __uint_as_float(w & 0xffff0000u);
+    widen_pair(*reinterpret_cast<const uint32_t*>(p), f);
   } else {
     f[0] = bf16_to_f32(*p);
   }
@@ -115,7 +109,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
 #pragma unroll
       for (int u = 0; u < kKeyBatch; ++u) {
         float k[8];
-        widen8(kw[u], k);
+        cuda::decode16<cuda::WFormat::Bf16>(kw[u], k);
 #pragma unroll
         for (int g = 0; g < kHeads; ++g) {
           const float4 qa = *reinterpret_cast<const float4*>(&sh.q[g][8 * (c0 + u)]);

@@ -76,18 +76,8 @@ void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* 
               const NormInput* norm) {
   require(cols % 4 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kF32GemvMaxM, "f32_gemv: cols ", cols,
           " M ", M, " unsupported");
-  require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "f32_gemv: bad NormInput");
-  const NormInput n = norm ? *norm : NormInput{};
-  switch (M) {
-    case 1:
-      return launch<1>(w, rows, cols, x, y, s, n);
-    case 2:
-      return launch<2>(w, rows, cols, x, y, s, n);
-    case 3:
-      return launch<3>(w, rows, cols, x, y, s, n);
-    default:
-      return launch<4>(w, rows, cols, x, y, s, n);
-  }
+  const NormInput n = checked_norm_input(norm, "f32_gemv");
+  with_rows<kF32GemvMaxM>(M, [&](auto m) { launch<decltype(m)::value>(w, rows, cols, x, y, s, n); });
 }
 
 }  // namespace moe::model::gpu

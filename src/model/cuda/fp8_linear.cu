@@ -1,8 +1,6 @@
 // fp8 block-scale linears: a GEMV on the fp8 bytes for decode (few rows: reading the weights once is the
 // whole cost, and fp8 halves it against bf16), and the dequantised bf16 copy that prefill GEMMs use.
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
+#include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
@@ -11,21 +9,6 @@ namespace moe::model::gpu {
 namespace {
 
 constexpr int kWarps = 8, kInflight = 4;
-
-__device__ __forceinline__ void decode16(const uint4& w, float* f) {
-  const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const __nv_fp8x2_storage_t pair = static_cast<__nv_fp8x2_storage_t>(words[i] >> (16 * half));
-      const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-      const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&raw));
-      f[4 * i + 2 * half] = v.x;
-      f[4 * i + 2 * half + 1] = v.y;
-    }
-  }
-}
 
 // One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The first steps'
 // weight loads (for rows of up to 32 * kInflight * 16 bytes: the whole row) are issued before the kernel
@@ -87,7 +70,7 @@ __global__ void __launch_bounds__(32 * kWarps)
       const int v = v0 + 32 * u;
       if (v >= vecs) break;
       float f[16];
-      decode16(wv[u], f);
+      cuda::decode16<cuda::WFormat::Fp8Block>(wv[u], f);
       const float sw = srow[v / 8];  // 8 vectors of 16 make one 128-column block
 #pragma unroll
       for (int m = 0; m < M; ++m) {
@@ -138,18 +121,9 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
               cudaStream_t s, const NormInput* norm) {
   require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
           " M ", M, " unsupported");
-  require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), "fp8_gemv: bad NormInput");
-  const NormInput n = norm ? *norm : NormInput{};
-  switch (M) {
-    case 1:
-      return launch_gemv<1>(w, scale, rows, cols, x, y, s, n);
-    case 2:
-      return launch_gemv<2>(w, scale, rows, cols, x, y, s, n);
-    case 3:
-      return launch_gemv<3>(w, scale, rows, cols, x, y, s, n);
-    default:
-      return launch_gemv<4>(w, scale, rows, cols, x, y, s, n);
-  }
+  const NormInput n = checked_norm_input(norm, "fp8_gemv");
+  with_rows<kFp8GemvMaxM>(M,
+                          [&](auto m) { launch_gemv<decltype(m)::value>(w, scale, rows, cols, x, y, s, n); });
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,

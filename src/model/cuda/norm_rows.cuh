@@ -3,10 +3,28 @@
 // block normalises the few input rows into its shared memory; block 0 also writes the updated residual stream
 // and, when asked, the normalised rows in bf16 for a later kernel. Same arithmetic and thread layout as
 // rms_norm_kernel (norms.cu, 256 threads), so the bits equal the separate kernel's.
+#include <type_traits>
+
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
 
 namespace moe::model::gpu {
+
+// The NormInput a decode GEMV launches with: *norm checked (x_out must be another buffer than x), or an empty
+// one (weight null: the GEMV reads ready rows).
+inline NormInput checked_norm_input(const NormInput* norm, const char* gemv) {
+  require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), gemv, ": bad NormInput");
+  return norm ? *norm : NormInput{};
+}
+
+// f(std::integral_constant<int, m>{}) for m = min(M, kMax), M >= 1: kernels templated on their row count.
+template <int kMax, typename F>
+void with_rows(int M, F&& f) {
+  if constexpr (kMax > 1) {
+    if (M < kMax) return with_rows<kMax - 1>(M, f);
+  }
+  f(std::integral_constant<int, kMax>{});
+}
 
 // a [M][n] (shared memory) = RMSNorm(p.x + residual); needs blockDim.x == 256 like rms_norm_kernel.
 __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, float* a, float* scratch) {
