@@ -41,9 +41,6 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  int dev = 0;
-  MOE_CUDA_CHECK(cudaGetDevice(&dev));
-  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
   // One extra page at the end: padding rows of a padded decode batch write and read only there.
   kv_ = KvCacheDev{nullptr, static_cast<int>(page_size_), static_cast<int>(num_pages_ + 1),
                    static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim)};
@@ -139,8 +136,8 @@ StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) con
     v[p.off_tiles + 2 * i + 1] = tiles[i].second;
   }
   // Decode: splits of about 64 keys of the longest context this graph serves (a block of the attention
-  // takes one split of one KV head with all its query heads), at most 32.
-  p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + 63) / 64, 1, 32);
+  // takes one split of one KV head with all its query heads), at most kAttentionMaxSplits.
+  p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + 63) / 64, 1, kAttentionMaxSplits);
   return p;
 }
 
@@ -192,8 +189,8 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
   }
   if (grow_batch) {
     cap_batch_ = std::max(p.B, std::max(64, cap_batch_));
-    partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(s.heads) * 32 *
-                                  static_cast<size_t>(s.head_dim + 2) * 4);
+    partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(s.heads) *
+                                  kAttentionMaxSplits * static_cast<size_t>(s.head_dim + 2) * 4);
     attn_counters_ =
         cuda::DeviceBuffer(static_cast<size_t>(attention_decode_counters(
                                cap_batch_, static_cast<int>(s.heads), static_cast<int>(s.kv_heads))) *

@@ -14,7 +14,6 @@ namespace moe::model::gpu {
 namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kValueBatch = 16;
-constexpr int kMaxSplits = 32;
 
 // Two bf16 values (one 32-bit word) widened to fp32, as decode16<Bf16> does for eight.
 __device__ __forceinline__ void widen_pair(uint32_t w, float* f) {
@@ -58,8 +57,8 @@ struct SplitShared {
 
 template <int kHeads>
 struct CombineShared {
-  float w[kHeads][kMaxSplits];  // split maxima, then their weights
-  float l[kHeads][kMaxSplits];
+  float w[kHeads][kAttentionMaxSplits];  // split maxima, then their weights
+  float l[kHeads][kAttentionMaxSplits];
   float inv_den[kHeads];
 };
 
@@ -281,8 +280,8 @@ void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCa
                       int heads, int splits, float* partial, int* counters, float* ctx_f32,
                       uint16_t* ctx_bf16, cudaStream_t s) {
   if (B == 0) return;
-  require(heads % kv.kv_heads == 0 && splits >= 1 && splits <= kMaxSplits, "attention_decode: heads ", heads,
-          " kv heads ", kv.kv_heads, " splits ", splits);
+  require(heads % kv.kv_heads == 0 && splits >= 1 && splits <= kAttentionMaxSplits,
+          "attention_decode: heads ", heads, " kv heads ", kv.kv_heads, " splits ", splits);
   const DecodeArgs a{q, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16};
   switch (kv.head_dim) {
     case 32:

@@ -65,7 +65,6 @@ class CudaModelBackend : public ModelBackend {
   Gemm gemm_;
   KvCacheDev kv_{};
   cuda::DeviceBuffer kv_data_;
-  int sms_ = 132;
   bool gemv_ = true;  // fp8 decode GEMV on (MOE_CUDA_NO_GEMV=1 turns it off)
 
   // Step buffers, sized for cap_rows_ token rows and cap_logit_rows_ logit rows; growing them drops the

@@ -76,6 +76,7 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
 // parts (graph-safe: lengths are read on the device), partials in `partial` [B, heads, splits, head_dim + 2]
 // fp32, combined into ctx by the last block of each group. `counters` [attention_decode_counters(B, heads,
 // kv_heads)] must be zero (qk_norm_rope_store zeroes them in the same step).
+constexpr int kAttentionMaxSplits = 32;
 int attention_decode_counters(int B, int heads, int kv_heads);
 void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCacheDev& kv, int layer,
                       int heads, int splits, float* partial, int* counters, float* ctx_f32,
