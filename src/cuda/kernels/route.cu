@@ -12,7 +12,6 @@
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/shared_gate.cuh"
 #include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
@@ -20,11 +19,19 @@ namespace {
 
 constexpr int kRouteWarps = 8;
 
-// Token t's shared-expert gate (one warp).
+// Token t's shared-expert gate, sigmoid(shared_gate . x), by one warp in a fixed order (lane-strided
+// products, then a shuffle tree); 1 when there is no gate weight (DeepSeek's shared_experts).
 __device__ void warp_shared_gate(const RouteArgs& a, int t) {
-  const float g =
-      warp_shared_gate_value(a.x + static_cast<size_t>(t) * a.hidden, a.shared_gate_weight, a.hidden);
-  if (threadIdx.x % 32 == 0) {
+  const int lane = threadIdx.x % 32;
+  float g = 1.0f;
+  if (a.shared_gate_weight) {
+    const uint16_t* x = a.x + static_cast<size_t>(t) * a.hidden;
+    float s = 0.0f;
+    for (int h = lane; h < a.hidden; h += 32) s = fmaf(bf16_to_f32(x[h]), a.shared_gate_weight[h], s);
+    s = warp_sum(s);
+    g = 1.0f / (1.0f + expf(-s));
+  }
+  if (lane == 0) {
     a.shared_gate_out[t] = g;
     a.shared_pairs[t] = t;
   }
@@ -101,6 +108,19 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
 
 bool prologue_fits_one_block(int M, int top_k) {
   return M * top_k <= kSmallMaxPairs && M <= 64;
+}
+
+// Experts per lane of the warp router: the smallest instantiation that holds E.
+template <typename Launch>
+void with_per_lane(int E, Launch&& launch) {
+  if (E <= 128)
+    launch(std::integral_constant<int, 4>{});
+  else if (E <= 256)
+    launch(std::integral_constant<int, 8>{});
+  else if (E <= 512)
+    launch(std::integral_constant<int, 16>{});
+  else
+    launch(std::integral_constant<int, 32>{});
 }
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {

@@ -4,8 +4,6 @@
 // result is deterministic; ties go to the lower expert id.
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
 #include "cuda/kernels/block_reduce.cuh"
 #include "cuda/moe_params.h"
 
@@ -129,19 +127,6 @@ __device__ __forceinline__ void warp_route(const RouterParams& rp, const float* 
     ids[lane] = my_id;
     weights[lane] = w;
   }
-}
-
-// Experts per lane of the warp router: the smallest instantiation that holds E.
-template <typename Launch>
-void with_per_lane(int E, Launch&& launch) {
-  if (E <= 128)
-    launch(std::integral_constant<int, 4>{});
-  else if (E <= 256)
-    launch(std::integral_constant<int, 8>{});
-  else if (E <= 512)
-    launch(std::integral_constant<int, 16>{});
-  else
-    launch(std::integral_constant<int, 32>{});
 }
 
 }  // namespace moe::cuda
