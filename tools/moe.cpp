@@ -19,7 +19,7 @@ const Command kCommands[] = {
     {"check", moe::cli::cmd_check, "run a case file: --case FILE [--backend cpu|cuda] [--tp N] [--poison]"},
     {"bench", moe::cli::cmd_bench,
      "fused MoE GPU benchmark: [--shapes qwen3-30b-a3b,...] [--formats fp8_block,bf16] [--M 1,2,4,...] "
-     "[--paths auto,gemv,stream,mma,decode] "
+     "[--paths auto,gemv,stream,mma,decode,fused] "
      "[--json F]"},
     {"gen-case", moe::cli::cmd_gen_case,
      "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] "

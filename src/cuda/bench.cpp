@@ -51,7 +51,8 @@ GemmPath parse_path(const std::string& p) {
   if (p == "stream") return GemmPath::Stream;
   if (p == "mma") return GemmPath::Mma;
   if (p == "decode") return GemmPath::Decode;
-  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma, decode)");
+  if (p == "fused") return GemmPath::Fused;
+  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma, decode, fused)");
 }
 
 struct Row {

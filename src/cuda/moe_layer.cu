@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/kernels/expert_decode.h"
+#include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/launchers.h"
@@ -172,6 +173,8 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   h = DeviceBuffer(M * K * P * 2);
   y = DeviceBuffer(M * K * H * 4);
   decode_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per combine tile: tiles are 32 rows or more
+  fused_counters =
+      DeviceBuffer(static_cast<size_t>(fused_counter_ints(static_cast<int>(E), static_cast<int>(H))) * 4);
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);
@@ -219,6 +222,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &h,
                           &y,
                           &decode_counters,
+                          &fused_counters,
                           &shared_gate,
                           &shared_pairs,
                           &shared_offsets,
@@ -243,6 +247,19 @@ bool decode_by_default() {
     return v && std::atoi(v) != 0;
   }();
   return on;
+}
+
+bool fused_by_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOE_FUSED");
+    return v && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+bool auto_takes_fused(const DeviceMoeLayer& layer, int M) {
+  return fused_by_default() && prologue_fits_one_block(M, layer.config().router.top_k) &&
+         fused_supported(layer.experts().view, M, layer.config().router.top_k, layer.shared() != nullptr);
 }
 
 int mma_min_tokens() {
@@ -419,9 +436,18 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const DecodeArgs d = decode_wanted ? decode_args(layer, ws, ra.router, act, x, g, s, out) : DecodeArgs{};
   const bool decode = decode_wanted && decode_supported(d, M);
   if (decode) ra.xq = nullptr;
-  const AlignArgs aa{
+  // The one-launch fused kernel (expert_fused.h) after the same one-block prologue, which zeroes its
+  // counters.
+  const bool fused = stages == StagePath::Gemv && !decode &&
+                     (path == GemmPath::Fused || (path == GemmPath::Auto && fused_by_default())) &&
+                     prologue_fits_one_block(M, K) && fused_supported(g.w, M, K, shared != nullptr);
+  AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
       ws.num_active.as<int>()};
+  if (fused) {
+    aa.zero_ints = ws.fused_counters.as<int>();
+    aa.n_zero_ints = static_cast<int>(ws.fused_counters.bytes() / 4);
+  }
   if (prologue_fits_one_block(M, K)) {
     launch_prologue_small(ra, aa, M, stream);
     MOE_CUDA_CHECK_LAUNCH();
@@ -433,6 +459,23 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   }
   if (decode) {
     launch_decode(d, M, stream);
+    return;
+  }
+  if (fused) {
+    FusedArgs fa{};
+    fa.w = g.w;
+    fa.g = g.g;
+    fa.act = act;
+    fa.xq = ws.xq.as<float>();
+    fa.h = ws.h.as<uint16_t>();
+    fa.y = ws.y.as<float>();
+    fa.counters = ws.fused_counters.as<int>();
+    fa.topk_ids = ws.topk_ids.as<int>();
+    fa.topk_weights = ws.topk_weights.as<float>();
+    fa.out = out;
+    fa.M = M;
+    launch_fused(fa, stream);
+    MOE_CUDA_CHECK_LAUNCH();
     return;
   }
 

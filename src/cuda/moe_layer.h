@@ -61,6 +61,7 @@ class MoeWorkspace {
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
   DeviceBuffer xq, h, y;
   DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
+  DeviceBuffer fused_counters;   // the one-launch decode kernel's counters (expert_fused.h)
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,
       shared_y;
   // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
@@ -73,15 +74,22 @@ class MoeWorkspace {
   int max_tokens_;
 };
 
-// How stages 1 and 2 run. Auto takes the tensor-core grouped GEMM (expert_mma.h) when the formats have one
-// and M is at least mma_min_tokens() (never for M <= 64, so decode stays batch invariant), else the CUDA-core
-// GEMV. Gemv / Mma / Stream / Decode force a path (tests, `moe bench --paths`): Stream is the streaming
-// tensor-core stages (expert_stream.h: bf16 and fp8_block); Decode the fused two-launch decode kernels
-// (expert_decode.h, M <= kDecodeMaxTokens), which give every token the GEMV's bits. Both are correct but
-// measured slower than the GEMV so far. A forced path falls back to the GEMV where it does not apply.
-enum class GemmPath { Auto, Gemv, Mma, Stream, Decode };
+// How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
+// M <= kFusedMaxTokens where it applies (bf16 / fp8_block, no shared expert); the tensor-core grouped GEMM
+// (expert_mma.h) when the formats have one and M is at least mma_min_tokens(); else the CUDA-core GEMV. Each
+// of them is batch invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream /
+// Decode / Fused force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
+// (expert_stream.h: bf16 and fp8_block); Decode the two-launch decode kernels (expert_decode.h,
+// M <= kDecodeMaxTokens), which give every token the GEMV's bits; both are correct but measured slower than
+// the GEMV so far. A forced path falls back to the GEMV where it does not apply.
+enum class GemmPath { Auto, Gemv, Mma, Stream, Decode, Fused };
 // Whether Auto takes the decode path for M <= kDecodeMaxTokens: MOE_DECODE=1 in the environment (read once).
 bool decode_by_default();
+// Whether Auto takes the one-launch fused kernel (expert_fused.h) for M <= kFusedMaxTokens where it applies:
+// MOE_FUSED=1 in the environment (read once); off by default until it measures faster than the GEMV.
+bool fused_by_default();
+// Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
+bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
 

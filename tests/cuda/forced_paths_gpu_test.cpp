@@ -1,5 +1,6 @@
 // Each way of running stages 1 and 2 forced at sizes the automatic choice never gives it (the fused decode
-// kernels, expert_decode.h, must moreover equal the GEMV bit for bit): the tensor-core
+// kernels, expert_decode.h, must moreover equal the GEMV bit for bit; the one-launch fused kernel,
+// expert_fused.h, is checked at every M it takes): the tensor-core
 // grouped GEMM (expert_mma.h) at tiny M (one partial row tile per expert), the streaming tensor-core stages
 // (expert_stream.h) at large M (several passes over the weights per expert, h quantised by its own launch),
 // the CUDA-core GEMV at every M; with a shared expert and a K tail, against the CPU reference; and
@@ -16,6 +17,7 @@
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_decode.h"
+#include "cuda/kernels/expert_fused.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -92,6 +94,7 @@ const char* path_name(cuda::GemmPath p) {
   return p == cuda::GemmPath::Mma      ? "mma"
          : p == cuda::GemmPath::Stream ? "stream"
          : p == cuda::GemmPath::Decode ? "decode"
+         : p == cuda::GemmPath::Fused  ? "fused"
                                        : "gemv";
 }
 
@@ -176,10 +179,43 @@ TEST_P(ForcedPathGpu, DecodeBitsEqualGemv) {
   }
 }
 
+// The one-launch fused kernel (expert_fused.h) at every M it takes, on routed experts only (it does not take
+// a shared expert) with a K tail (I=720 padded to 768) and several passes of the ring per block: against the
+// reference, token 0's bits the same at every M (batch invariance), two runs the same bits.
+TEST_P(ForcedPathGpu, FusedMatchesReferenceAndIsBatchInvariant) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const auto [f, path] = GetParam();
+  if (path != cuda::GemmPath::Fused) GTEST_SKIP() << "fused only";
+  constexpr int kM = cuda::kFusedMaxTokens;
+  const GpuCase g = make_case(f, kM, 64, 1024, 720, 6, 0);
+  const cuda::DeviceMoeLayer layer = upload_rank(g);
+  cuda::MoeWorkspace ws(layer, kM);
+  ASSERT_TRUE(cuda::fused_supported(layer.experts().view, kM, 6, false));
+  const int H = layer.hidden();
+  std::vector<float> ref(static_cast<size_t>(kM) * H);
+  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  const double tol = default_tolerance(g.c.config);
+  const std::vector<float> alone = run(layer, ws, g, 1, path);
+  for (int M = 1; M <= kM; ++M) {
+    const std::vector<float> out = run(layer, ws, g, M, path);
+    const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
+    const bool same = std::memcmp(out.data(), alone.data(), static_cast<size_t>(H) * 4) == 0;
+    std::printf("[fused %s] M=%d %s; token 0 vs alone: %s\n", std::string(format_name(f)).c_str(), M,
+                verdict_line(cmp, tol).c_str(), same ? "identical bits" : "DIFFERENT");
+    EXPECT_EQ(non_finite(out), 0) << "M=" << M;
+    EXPECT_TRUE(cmp.passed(tol)) << "M=" << M << " " << verdict_line(cmp, tol);
+    EXPECT_TRUE(same) << "M=" << M;
+  }
+  const std::vector<float> a = run(layer, ws, g, kM, path);
+  const std::vector<float> b = run(layer, ws, g, kM, path);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "two runs differ";
+}
+
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,
                          ::testing::Combine(::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                                             ::testing::Values(cuda::GemmPath::Mma, cuda::GemmPath::Stream,
-                                                              cuda::GemmPath::Decode, cuda::GemmPath::Gemv)),
+                                                              cuda::GemmPath::Decode, cuda::GemmPath::Fused,
+                                                              cuda::GemmPath::Gemv)),
                          [](const auto& p) {
                            return std::string(format_name(std::get<0>(p.param))) + "_" +
                                   path_name(std::get<1>(p.param));

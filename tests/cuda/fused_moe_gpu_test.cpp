@@ -158,14 +158,20 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
           << "run " << rep + 1 << " at M=" << M;
     }
   }
-  // Batch invariance of the decode path: token 0 alone and inside batches of 8 and 64.
+  // Batch invariance: token 0 alone and inside batches of 8 and 64. Required wherever both sizes take the
+  // same path; across the switch from the fused decode kernel (M <= 8) to the GEMV it is only reported.
   const std::vector<float> alone = run_gpu(layer, ws, x, logits, 1, H, stream);
   for (int M : {8, 64}) {
     const std::vector<float> batch = run_gpu(layer, ws, x, logits, M, H, stream);
     const bool same = std::memcmp(alone.data(), batch.data(), static_cast<size_t>(H) * 4) == 0;
-    std::printf("[%s %s] batch invariance: token 0 at M=1 vs inside M=%d: %s\n", s.name,
-                std::string(format_name(f)).c_str(), M, same ? "identical bits" : "DIFFERENT");
-    EXPECT_TRUE(same) << "M=" << M;
+    const bool one_path = cuda::auto_takes_fused(layer, 1) == cuda::auto_takes_fused(layer, M);
+    std::printf(
+        "[%s %s] batch invariance: token 0 at M=1 vs inside M=%d: %s%s\n", s.name,
+        std::string(format_name(f)).c_str(), M, same ? "identical bits" : "DIFFERENT",
+        one_path ? "" : " (M=1 on the fused decode kernel, this M on the GEMV: reported, not required)");
+    if (one_path) {
+      EXPECT_TRUE(same) << "M=" << M;
+    }
   }
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }

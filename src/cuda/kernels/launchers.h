@@ -40,6 +40,9 @@ struct AlignArgs {
   int* sorted_pairs;  // [n_pairs]
   int* active;        // [E]
   int* num_active;    // [1]
+  // The one-block prologue also zeroes these (the fused decode kernel's counters, expert_fused.h).
+  int* zero_ints = nullptr;
+  int n_zero_ints = 0;
 };
 void launch_align(const AlignArgs& a, cudaStream_t stream);
 void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream);

@@ -85,6 +85,7 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
   __shared__ int ids[kSmallMaxPairs];
   pdl_wait();  // the first kernel of a call: as route_kernel
   pdl_trigger();
+  for (int i = threadIdx.x; i < al.n_zero_ints; i += blockDim.x) al.zero_ints[i] = 0;
   const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
   for (int t = warp; t < M; t += warps) {

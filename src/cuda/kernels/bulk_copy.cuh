@@ -1,0 +1,28 @@
+#pragma once
+// 1-D bulk copies global -> shared by the tensor memory accelerator (sm_90): one instruction moves a whole
+// contiguous run (16-byte aligned, a multiple of 16 bytes), and its bytes complete a transaction count on an
+// mbarrier. Few, large copies keep hundreds of kilobytes in flight per SM without holding registers.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/kernels/smem_ring.cuh"
+
+namespace moe::cuda {
+
+// Arrives on `bar` (one of its expected arrivals) and adds `bytes` to the transactions its phase waits for.
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,
+                                                    uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          shared_addr(dst)),
+      "l"(src), "r"(bytes), "r"(shared_addr(bar))
+      : "memory");
+}
+
+}  // namespace moe::cuda
