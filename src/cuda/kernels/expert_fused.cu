@@ -34,6 +34,7 @@
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -45,7 +46,7 @@ constexpr int kCols1 = kConsumerWarps;     // stage-1 columns per item: one per 
 constexpr int kMaxSlots = 8;
 constexpr int kMaxPairs = kFusedMaxTokens * 32;
 constexpr int kConsumerBarrier = 1;  // named barrier of the consumer warps
-constexpr size_t kSmemLimit = 227 * 1024;
+constexpr size_t kSmemPerSm = 228 * 1024, kSmemPerBlockMax = 227 * 1024, kSmemReserved = 1024;
 
 // Per active expert slot: the expert, its first pair and pair count; the grouped pairs.
 struct Info {
@@ -53,13 +54,24 @@ struct Info {
   int expert[kMaxPairs], begin[kMaxPairs], count[kMaxPairs], pairs[kMaxPairs];
 };
 constexpr size_t kBarrierBytes = 2 * kMaxSlots * sizeof(uint64_t);
-constexpr size_t kActOffset = (kBarrierBytes + sizeof(Info) + 127) / 128 * 128;
+// Per ring slot: the fp8 scale rows of its item (stage 1: the gate and the up row's K blocks; stage 2: the
+// rows' K blocks), loaded by the producer warp so that no consumer waits on a global load.
+constexpr int kScaleRow = 32;
+constexpr size_t kScalesOffset = (kBarrierBytes + sizeof(Info) + 127) / 128 * 128;
+// Per consumer warp: one activation group of stage 2 while it is quantised (128 floats).
+constexpr size_t kScratchOffset = kScalesOffset + kMaxSlots * 2 * kScaleRow * sizeof(float);
+constexpr size_t kActOffset = kScratchOffset + kConsumerWarps * 128 * sizeof(float);
+// A lane reads 16-byte chunks c = 32 i + lane of a row, i < iters <= kMaxIters (fp8: K <= 4096; bf16: 2048),
+// and holds the chunk's fp8 scale for each i in a register.
+constexpr int kMaxIters = 8;
 
 // Everything about the call's shape, fixed on the host.
 struct Geometry {
   int row_bytes1, row_bytes2;  // one w13 row (H elements), one w2 row (P elements)
   int rows2;                   // w2 rows per stage-2 item (a divisor of 128: one scale row per item)
   int tiles1, tiles2;          // items per expert in stage 1 and stage 2
+  int iters1, iters2;          // 16-byte chunks per lane of a w13 row and of a w2 row
+  int blocks;                  // the grid: blocks per SM x SMs, all resident at once
   int slot_bytes, slots;
   int ring_offset;
 };
@@ -74,113 +86,143 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
   return v;
 }
 
-// Four consecutive weights of a row in shared memory, widened (e4m3 and bf16 are exact in fp32).
-template <WFormat F>
-__device__ __forceinline__ void decode4(const uint8_t* p, float (&w)[4]) {
-  if (F == WFormat::Fp8Block) {
-    const uint32_t v = *reinterpret_cast<const uint32_t*>(p);
-    const float2 a = __half22float2(
-        __half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xffffu), __NV_E4M3)));
-    const float2 b = __half22float2(
-        __half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3)));
-    w[0] = a.x, w[1] = a.y, w[2] = b.x, w[3] = b.y;
-  } else {
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    w[0] = __uint_as_float(v.x << 16), w[1] = __uint_as_float(v.x & 0xffff0000u);
-    w[2] = __uint_as_float(v.y << 16), w[3] = __uint_as_float(v.y & 0xffff0000u);
+// The activations in shared memory are stored so that the floats lane l needs for its chunk of iteration i
+// are 16-byte vectors 32 apart, one per lane: conflict-free 16-byte reads. Float index of element k of
+// activation row t (rows of `iters` x 32 chunks of E elements).
+template <int E>
+__device__ __forceinline__ int act_index(int t, int k, int iters) {
+  const int c = k / E, j = k % E;
+  return (((t * iters + c / 32) * (E / 4) + j / 4) * 32 + c % 32) * 4 + j % 4;
+}
+
+// The dot product of E decoded weights with the lane's E activations of iteration i of row t: four
+// independent chains of four, then a fixed tree (the same order for every M).
+template <int E>
+__device__ __forceinline__ float dot_chunk(const float (&w)[E], const float4* act4, int t, int i, int iters) {
+  const float4* x = act4 + ((t * iters + i) * (E / 4)) * 32 + threadIdx.x % 32;
+  float p[E / 4];
+#pragma unroll
+  for (int q = 0; q < E / 4; ++q) {
+    const float4 v = x[q * 32];
+    p[q] = w[4 * q] * v.x;
+    p[q] = fmaf(w[4 * q + 1], v.y, p[q]);
+    p[q] = fmaf(w[4 * q + 2], v.z, p[q]);
+    p[q] = fmaf(w[4 * q + 3], v.w, p[q]);
+  }
+  if (E == 16) return (p[0] + p[1]) + (p[E / 4 - 2] + p[E / 4 - 1]);
+  return p[0] + p[E / 4 - 1];
+}
+
+// acc[r][t] += scale[r][i] * (chunk i of row r) . (activation row arow[t]) for kRows rows of `chunks`
+// 16-byte chunks in shared memory and the first n <= kTok tokens. Chunks past the row (the last iteration's
+// tail lanes) read a valid chunk and add nothing. Each weight is decoded once for all tokens.
+template <WFormat F, int kRows, int kTok>
+__device__ __forceinline__ void dot_rows(const uint8_t* const (&rows)[kRows],
+                                         const float* const (&scale)[kRows], int phase, const float* act,
+                                         const int (&arow)[kTok], int chunks, int iters, int n,
+                                         float (&acc)[kRows][kTok]) {
+  constexpr int E = WeightTraits<F>::kElems;
+  const float4* act4 = reinterpret_cast<const float4*>(act);
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < kMaxIters; ++i) {
+    if (i >= iters) break;
+    const int c = 32 * i + lane;
+    const bool valid = c < chunks;
+    const int cc = valid ? c : chunks - 1;
+    float w[kRows][E], sc[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      decode16<F>(*reinterpret_cast<const uint4*>(rows[r] + 16 * cc), w[r]);
+      sc[r] = F == WFormat::Fp8Block ? scale[r][(E * cc + phase) / 128] : 1.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) {
+      if (t >= n) break;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float part = valid ? dot_chunk<E>(w[r], act4, arow[t], i, iters) : 0.0f;
+        acc[r][t] = F == WFormat::Fp8Block ? fmaf(part, sc[r], acc[r][t]) : acc[r][t] + part;
+      }
+    }
   }
 }
 
-__device__ __forceinline__ float dot4(const float (&w)[4], const float4& x) {
-  float p = w[0] * x.x;
-  p = fmaf(w[1], x.y, p);
-  p = fmaf(w[2], x.z, p);
-  return fmaf(w[3], x.w, p);
-}
-
-constexpr int elem_bytes(WFormat f) {
-  return f == WFormat::Bf16 ? 2 : 1;
-}
-
-// The producer (one thread): every item of the block in order, each into the next free slot.
+// The producer warp: every item of the block in order, each into the next free slot. Lane 0 issues the
+// slot's bulk copies (one arrival and the bytes on the slot's full barrier); then the warp loads the item's
+// fp8 scale rows into the slot's scale area and lane 0 arrives a second time.
 template <WFormat F>
 __device__ void produce(const FusedArgs& a, const Geometry& geo, const Info& info, uint8_t* ring,
-                        uint64_t* full, uint64_t* empty, int lo1, int n1, int lo2, int n2) {
-  const int P = a.w.inter, H = a.w.hidden;
+                        float* scales, uint64_t* full, uint64_t* empty, int lo1, int n1, int lo2, int n2) {
+  const int P = a.w.inter, H = a.w.hidden, lane = threadIdx.x % 32, SB = a.w.scale_blocks;
   for (int q = 0; q < n1 + n2; ++q) {
     const int slot = q % geo.slots, round = q / geo.slots;
     if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
     uint8_t* dst = ring + static_cast<size_t>(slot) * geo.slot_bytes;
+    float* sc = scales + slot * 2 * kScaleRow;
     if (q < n1) {
       const int item = lo1 + q, s = item / geo.tiles1, c0 = (item % geo.tiles1) * kCols1;
-      const uint32_t bytes = static_cast<uint32_t>(min(kCols1, P - c0) * geo.row_bytes1);
-      const uint8_t* gate = a.w.w13 + (static_cast<size_t>(info.expert[s]) * 2 * P + c0) * geo.row_bytes1;
-      mbar_expect_tx(&full[slot], 2 * bytes);
-      bulk_copy_to_shared(dst, gate, bytes, &full[slot]);
-      bulk_copy_to_shared(dst + kCols1 * geo.row_bytes1, gate + static_cast<size_t>(P) * geo.row_bytes1,
-                          bytes, &full[slot]);
+      const int e = info.expert[s];
+      if (lane == 0) {
+        const uint32_t bytes = static_cast<uint32_t>(min(kCols1, P - c0) * geo.row_bytes1);
+        const uint8_t* gate = a.w.w13 + (static_cast<size_t>(e) * 2 * P + c0) * geo.row_bytes1;
+        mbar_expect_tx(&full[slot], 2 * bytes);
+        bulk_copy_to_shared(dst, gate, bytes, &full[slot]);
+        bulk_copy_to_shared(dst + kCols1 * geo.row_bytes1, gate + static_cast<size_t>(P) * geo.row_bytes1,
+                            bytes, &full[slot]);
+      }
+      const int hb = (H + 127) / 128;
+      if (F == WFormat::Fp8Block && lane < hb) {  // the 8 columns share one 128-row scale block
+        const float* g_row = static_cast<const float*>(a.w.w13_scale) +
+                             (static_cast<size_t>(e) * 2 * SB + (c0 + a.w.phase) / 128) * hb;
+        sc[lane] = __ldg(g_row + lane);
+        sc[kScaleRow + lane] = __ldg(g_row + static_cast<size_t>(SB) * hb + lane);
+      }
     } else {
       const int item = lo2 + q - n1, s = item / geo.tiles2, r0 = (item % geo.tiles2) * geo.rows2;
-      const uint32_t bytes = static_cast<uint32_t>(min(geo.rows2, H - r0) * geo.row_bytes2);
-      mbar_expect_tx(&full[slot], bytes);
-      bulk_copy_to_shared(dst, a.w.w2 + (static_cast<size_t>(info.expert[s]) * H + r0) * geo.row_bytes2,
-                          bytes, &full[slot]);
+      const int e = info.expert[s];
+      if (lane == 0) {
+        const uint32_t bytes = static_cast<uint32_t>(min(geo.rows2, H - r0) * geo.row_bytes2);
+        mbar_expect_tx(&full[slot], bytes);
+        bulk_copy_to_shared(dst, a.w.w2 + (static_cast<size_t>(e) * H + r0) * geo.row_bytes2, bytes,
+                            &full[slot]);
+      }
+      if (F == WFormat::Fp8Block && lane < SB)  // the item's rows share one scale row (rows2 divides 128)
+        sc[lane] = __ldg(static_cast<const float*>(a.w.w2_scale) +
+                         (static_cast<size_t>(e) * ((H + 127) / 128) + r0 / 128) * SB + lane);
     }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&full[slot]);  // the scales are in place
   }
 }
 
-// Stage 1, one item: warp c computes column c0 + c for the expert's n tokens, h = act(gate, up) in bf16.
-// Each warp then frees its share of the slot.
+// Stage 1, one item: warp c computes column c0 + c (its gate and up row) for the expert's n tokens, h =
+// act(gate, up) in bf16. Each warp then frees its share of the slot.
 template <WFormat F, int kTok>
 __device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Info& info, const float* act,
-                            const uint8_t* slot, uint64_t* full_bar, uint32_t parity, uint64_t* empty_bar,
-                            int item) {
-  constexpr int eb = elem_bytes(F);
+                            const uint8_t* slot, const float* slot_scales, uint64_t* full_bar,
+                            uint32_t parity, uint64_t* empty_bar, int item) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int P = a.w.inter, H = a.w.hidden, K = a.g.pair_div;
+  const int P = a.w.inter, K = a.g.pair_div;
   const int s = item / geo.tiles1, col = (item % geo.tiles1) * kCols1 + warp;
   const int e = info.expert[s], begin = info.begin[s], n = info.count[s];
-  // The column's gate and up scale rows (fp8), requested before the slot lands: lane j holds block j.
-  float sg = 1.0f, su = 1.0f;
-  if (F == WFormat::Fp8Block && col < P) {
-    const int hb = (H + 127) / 128, SB = a.w.scale_blocks;
-    const float* g_row = static_cast<const float*>(a.w.w13_scale) +
-                         (static_cast<size_t>(e) * 2 * SB + (col + a.w.phase) / 128) * hb;
-    if (lane < hb) {
-      sg = __ldg(g_row + lane);
-      su = __ldg(g_row + static_cast<size_t>(SB) * hb + lane);
-    }
-  }
+  const int chunks = geo.row_bytes1 / 16;
   int tok[kTok];
 #pragma unroll
   for (int t = 0; t < kTok; ++t) tok[t] = t < n ? info.pairs[begin + t] / K : 0;
   mbar_wait(full_bar, parity);
   if (col < P) {
-    const uint8_t* gate = slot + static_cast<size_t>(warp) * geo.row_bytes1;
-    const uint8_t* up = gate + static_cast<size_t>(kCols1) * geo.row_bytes1;
-    float ag[kTok], au[kTok];
+    const uint8_t* const rows[2] = {slot + static_cast<size_t>(warp) * geo.row_bytes1,
+                                    slot + static_cast<size_t>(kCols1 + warp) * geo.row_bytes1};
+    float acc[2][kTok];
 #pragma unroll
-    for (int t = 0; t < kTok; ++t) ag[t] = au[t] = 0.0f;
-    const int blocks = (H + 127) / 128;
-    for (int i = 0; i < blocks; ++i) {
-      const float sgi = __shfl_sync(kFullMask, sg, i), sui = __shfl_sync(kFullMask, su, i);
-      const int k = i * 128 + lane * 4;
-      if (k >= H) continue;
-      float wg[4], wu[4];
-      decode4<F>(gate + k * eb, wg);
-      decode4<F>(up + k * eb, wu);
-#pragma unroll
-      for (int t = 0; t < kTok; ++t) {
-        if (t >= n) break;
-        const float4 x = *reinterpret_cast<const float4*>(act + static_cast<size_t>(tok[t]) * H + k);
-        ag[t] = fmaf(dot4(wg, x), sgi, ag[t]);
-        au[t] = fmaf(dot4(wu, x), sui, au[t]);
-      }
-    }
+    for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
+    const float* const scale[2] = {slot_scales, slot_scales + kScaleRow};
+    dot_rows<F, 2, kTok>(rows, scale, 0, act, tok, chunks, geo.iters1, n, acc);
 #pragma unroll
     for (int t = 0; t < kTok; ++t) {
       if (t >= n) break;
-      float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+      float g = warp_sum(acc[0][t]), u = warp_sum(acc[1][t]);
       if (lane == 0) {
         if (a.w.w13_bias) {
           g += a.w.w13_bias[static_cast<size_t>(e) * 2 * P + col];
@@ -195,19 +237,68 @@ __device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Info&
   if (lane == 0) mbar_arrive(empty_bar);
 }
 
-// Stage 2's input for one expert: its n rows of h, widened and quantised per group as the reference does.
-__device__ void load_stage2_act(const FusedArgs& a, const Info& info, int s, float* act) {
+// Stage 2's input for one expert: its n rows of h, widened and quantised per group as the reference does
+// (each warp a group at a time, through its scratch row), stored in the chunk layout of act_index.
+template <WFormat F>
+__device__ void load_stage2_act(const FusedArgs& a, const Geometry& geo, const Info& info, int s,
+                                float* scratch, float* act) {
+  constexpr int E = WeightTraits<F>::kElems;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, P = a.w.inter;
   const GroupGrid grid(a.act.quant, P, a.w.phase);
   const int groups = grid.count(), n = info.count[s];
+  float* mine = scratch + warp * 128;
   for (int q = warp; q < n * groups; q += kConsumerWarps) {
     const int t = q / groups, g0 = grid.begin(q % groups), g1 = grid.end(q % groups);
     const uint16_t* src = a.h + static_cast<size_t>(info.pairs[info.begin[s] + t]) * P;
-    float* dst = act + static_cast<size_t>(t) * P;
-    for (int k = g0 + lane; k < g1; k += 32) dst[k] = bf16_to_f32(__ldcg(src + k));
+    for (int k = g0 + lane; k < g1; k += 32) mine[k - g0] = bf16_to_f32(__ldcg(src + k));
     __syncwarp();
-    warp_quantize_group(a.act.quant, dst, g0, g1);
+    warp_quantize_group(a.act.quant, mine, 0, g1 - g0);
+    __syncwarp();
+    for (int k = g0 + lane; k < g1; k += 32) act[act_index<E>(t, k, geo.iters2)] = mine[k - g0];
+    __syncwarp();
   }
+}
+
+// Stage 2, one item: rows r0.. of the expert's w2 for its n tokens, into y, two rows per warp at a time.
+// Each warp then frees its share of the slot.
+template <WFormat F, int kTok>
+__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Info& info, const float* act,
+                            const uint8_t* slot, const float* slot_scales, uint64_t* full_bar,
+                            uint32_t parity, uint64_t* empty_bar, int item) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int H = a.w.hidden;
+  const int s = item / geo.tiles2, r0 = (item % geo.tiles2) * geo.rows2, nr = min(geo.rows2, H - r0);
+  const int e = info.expert[s], begin = info.begin[s], n = info.count[s];
+  const int chunks = geo.row_bytes2 / 16;
+  int pass_rows[kTok];  // stage 2's activation rows are the expert's pairs in order
+#pragma unroll
+  for (int t = 0; t < kTok; ++t) pass_rows[t] = t;
+  mbar_wait(full_bar, parity);
+  for (int r = warp; r < nr; r += 2 * kConsumerWarps) {
+    const int r2 = min(r + kConsumerWarps, nr - 1);  // the pair's second row (a repeat past the end)
+    const uint8_t* const rows[2] = {slot + static_cast<size_t>(r) * geo.row_bytes2,
+                                    slot + static_cast<size_t>(r2) * geo.row_bytes2};
+    float acc[2][kTok];
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
+    const float* const scale[2] = {slot_scales, slot_scales};
+    dot_rows<F, 2, kTok>(rows, scale, a.w.phase, act, pass_rows, chunks, geo.iters2, n, acc);
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) {
+      if (t >= n) break;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int row = j == 0 ? r : r + kConsumerWarps;
+        float v = warp_sum(acc[j][t]);
+        if (lane == 0 && row < nr) {
+          if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(e) * H + r0 + row];
+          a.y[static_cast<size_t>(info.pairs[begin + t]) * H + r0 + row] = v;
+        }
+      }
+    }
+  }
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty_bar);
 }
 
 // out rows r0 .. r0 + nr of every token: the slots' y weighted and summed in slot order (as combine.cu), by
@@ -224,57 +315,6 @@ __device__ void combine_rows(const FusedArgs& a, int r0, int nr) {
     }
     a.out[static_cast<size_t>(t) * H + hrow] = f32_to_bf16(acc);
   }
-}
-
-// Stage 2, one item: rows r0.. of the expert's w2 for its n tokens, into y. Each warp then frees its share
-// of the slot.
-template <WFormat F, int kTok>
-__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Info& info, const float* act,
-                            const uint8_t* slot, uint64_t* full_bar, uint32_t parity, uint64_t* empty_bar,
-                            int item) {
-  constexpr int eb = elem_bytes(F);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int P = a.w.inter, H = a.w.hidden;
-  const int s = item / geo.tiles2, r0 = (item % geo.tiles2) * geo.rows2, nr = min(geo.rows2, H - r0);
-  const int e = info.expert[s], begin = info.begin[s], n = info.count[s];
-  const int SB = a.w.scale_blocks;
-  float sc = 1.0f;  // fp8: lane j holds scale block j of the item's scale row (rows2 divides 128)
-  if (F == WFormat::Fp8Block && lane < SB)
-    sc = __ldg(static_cast<const float*>(a.w.w2_scale) +
-               (static_cast<size_t>(e) * ((H + 127) / 128) + r0 / 128) * SB + lane);
-  mbar_wait(full_bar, parity);
-  const int blocks = (P + 127) / 128;
-  for (int r = warp; r < nr; r += kConsumerWarps) {
-    const uint8_t* row = slot + static_cast<size_t>(r) * geo.row_bytes2;
-    float acc[kTok];
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) acc[t] = 0.0f;
-    for (int i = 0; i < blocks; ++i) {
-      const int k = i * 128 + lane * 4;
-      // The K block of these four elements in the checkpoint's grid (the rank's phase shifts it).
-      const float si = __shfl_sync(kFullMask, sc, min(31, (k + a.w.phase) / 128));
-      if (k >= P) continue;
-      float wv[4];
-      decode4<F>(row + k * eb, wv);
-#pragma unroll
-      for (int t = 0; t < kTok; ++t) {
-        if (t >= n) break;
-        const float4 x = *reinterpret_cast<const float4*>(act + static_cast<size_t>(t) * P + k);
-        acc[t] = fmaf(dot4(wv, x), si, acc[t]);
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) {
-      if (t >= n) break;
-      float v = warp_sum(acc[t]);
-      if (lane == 0) {
-        if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(e) * H + r0 + r];
-        a.y[static_cast<size_t>(info.pairs[begin + t]) * H + r0 + r] = v;
-      }
-    }
-  }
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);
 }
 
 // A warp's stage-1 items of one expert are done: after one fence for all of them, count them in.
@@ -308,15 +348,18 @@ __device__ void signal_stage2(const FusedArgs& a, const Geometry& geo, const Inf
 }
 
 template <WFormat F, int kTok>
-__device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& info, float* act,
-                        const uint8_t* ring, uint64_t* full, uint64_t* empty, int lo1, int n1, int lo2,
-                        int n2) {
+__device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& info, const float* scales,
+                        float* scratch, float* act, const uint8_t* ring, uint64_t* full, uint64_t* empty,
+                        int lo1, int n1, int lo2, int n2) {
   const int H = a.w.hidden;
   const int* expert_done = a.counters;
   // Stage 1's input: every token's quantised x.
   const int M = a.M;
-  for (int i = threadIdx.x; i < M * H / 4; i += kConsumers)
-    reinterpret_cast<float4*>(act)[i] = __ldcg(reinterpret_cast<const float4*>(a.xq) + i);
+  for (int i = threadIdx.x; i < M * H / 4; i += kConsumers) {
+    const int t = i / (H / 4), k = 4 * (i % (H / 4));
+    *reinterpret_cast<float4*>(act + act_index<WeightTraits<F>::kElems>(t, k, geo.iters1)) =
+        __ldcg(reinterpret_cast<const float4*>(a.xq) + i);
+  }
   named_barrier_sync(kConsumerBarrier, kConsumers);
   int act_expert = -1;              // the expert whose h is in act (stage 2)
   int done_s = -1, done_items = 0;  // stage-1 items of expert slot done_s not yet counted in
@@ -330,7 +373,8 @@ __device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& inf
         signal_stage1(a, done_s, done_items);
         done_s = s, done_items = 0;
       }
-      stage1_item<F, kTok>(a, geo, info, act, data, &full[slot], parity, &empty[slot], item);
+      stage1_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
+                           &empty[slot], item);
       ++done_items;
       if (q == n1 - 1) signal_stage1(a, done_s, done_items);
       continue;
@@ -340,11 +384,12 @@ __device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& inf
       if (threadIdx.x == 0)
         while (ld_acquire(expert_done + s) < geo.tiles1 * kConsumerWarps) __nanosleep(32);
       named_barrier_sync(kConsumerBarrier, kConsumers);  // and every warp done with act
-      load_stage2_act(a, info, s, act);
+      load_stage2_act<F>(a, geo, info, s, scratch, act);
       named_barrier_sync(kConsumerBarrier, kConsumers);
       act_expert = s;
     }
-    stage2_item<F, kTok>(a, geo, info, act, data, &full[slot], parity, &empty[slot], item);
+    stage2_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
+                         &empty[slot], item);
   }
   signal_stage2(a, geo, info, lo2, n2);
 }
@@ -355,11 +400,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxSlots;
   Info& info = *reinterpret_cast<Info*>(smem + kBarrierBytes);
+  float* scales = reinterpret_cast<float*>(smem + kScalesOffset);
+  float* scratch = reinterpret_cast<float*>(smem + kScratchOffset);
   float* act = reinterpret_cast<float*>(smem + kActOffset);
   uint8_t* ring = smem + geo.ring_offset;
   if (threadIdx.x == 0) {
     for (int i = 0; i < geo.slots; ++i) {
-      mbar_init(&full[i], 1);
+      mbar_init(&full[i], 2);                // the producer's copies, then its scales
       mbar_init(&empty[i], kConsumerWarps);  // each consumer warp frees its share
     }
     mbar_init_fence();
@@ -391,10 +438,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   int lo1, lo2;
   const int n1 = range(na * geo.tiles1, &lo1), n2 = range(na * geo.tiles2, &lo2);
   if (threadIdx.x >= kConsumers) {
-    if (threadIdx.x == kConsumers) produce<F>(a, geo, info, ring, full, empty, lo1, n1, lo2, n2);
+    produce<F>(a, geo, info, ring, scales, full, empty, lo1, n1, lo2, n2);
     return;
   }
-  consume<F, kTok>(a, geo, info, act, ring, full, empty, lo1, n1, lo2, n2);
+  consume<F, kTok>(a, geo, info, scales, scratch, act, ring, full, empty, lo1, n1, lo2, n2);
 }
 
 // Rows of w2 per stage-2 item: the divisor of 128 (at least 8) whose busiest block has the fewest rows, with
@@ -412,40 +459,59 @@ int choose_rows2(int H, int row_bytes2, int slot_cap, int experts, int blocks) {
   return best;
 }
 
-Geometry geometry(const ExpertWeightsDev& w, int M, int top_k) {
+// The shape of a call with `per_sm` blocks on each SM (each with its own ring).
+Geometry geometry(const ExpertWeightsDev& w, int M, int top_k, int per_sm) {
   Geometry g{};
   const int eb = w.format == WFormat::Bf16 ? 2 : 1;
   g.row_bytes1 = w.hidden * eb;
   g.row_bytes2 = w.inter * eb;
+  g.iters1 = (g.row_bytes1 / 16 + 31) / 32;
+  g.iters2 = (g.row_bytes2 / 16 + 31) / 32;
   const int slot1 = 2 * kCols1 * g.row_bytes1;
   g.tiles1 = (w.inter + kCols1 - 1) / kCols1;
-  g.rows2 = choose_rows2(w.hidden, g.row_bytes2, slot1, std::min(w.num_experts, M * top_k), sm_count());
+  g.blocks = per_sm * sm_count();
+  g.rows2 = choose_rows2(w.hidden, g.row_bytes2, slot1, std::min(w.num_experts, M * top_k), g.blocks);
   g.tiles2 = (w.hidden + g.rows2 - 1) / g.rows2;
   g.slot_bytes = align128(std::max(slot1, g.rows2 * g.row_bytes2));
-  g.ring_offset = align128(kActOffset + sizeof(float) * static_cast<size_t>(M) * std::max(w.hidden, w.inter));
-  g.slots = static_cast<int>(
-      std::min<size_t>(kMaxSlots, (kSmemLimit - static_cast<size_t>(g.ring_offset)) / g.slot_bytes));
+  // Activation rows in the chunk layout: iters x 32 chunks of 16 bytes' worth of elements each.
+  const size_t elems = static_cast<size_t>(16 / eb) * 32 * std::max(g.iters1, g.iters2);
+  g.ring_offset = align128(kActOffset + sizeof(float) * static_cast<size_t>(M) * elems);
+  const size_t limit = per_sm == 1 ? kSmemPerBlockMax : kSmemPerSm / per_sm - kSmemReserved;
+  g.slots = limit < static_cast<size_t>(g.ring_offset)
+                ? 0
+                : static_cast<int>(std::min<size_t>(
+                      kMaxSlots, (limit - static_cast<size_t>(g.ring_offset)) / g.slot_bytes));
   return g;
 }
 
 template <WFormat F, int kTok>
-void launch_with(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
+void launch_with(const FusedArgs& a, cudaStream_t stream) {
   auto kernel = fused_kernel<F, kTok>;
-  const int smem = geo.ring_offset + geo.slots * geo.slot_bytes;
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  launch_overlapped(kernel, dim3(sm_count()), dim3(kThreads), static_cast<size_t>(smem), stream, a, geo);
+  // Two blocks per SM (twice the consumer warps to hide latency) when two rings fit and the SM holds them.
+  for (int per_sm : {2, 1}) {
+    const Geometry geo = geometry(a.w, a.M, a.g.pair_div, per_sm);
+    if (geo.slots < 2) continue;
+    const int smem = geo.ring_offset + geo.slots * geo.slot_bytes;
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int resident = 0;
+    MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, smem));
+    if (resident < per_sm) continue;  // every block must be resident at once (the stage-2 waits)
+    launch_overlapped(kernel, dim3(geo.blocks), dim3(kThreads), static_cast<size_t>(smem), stream, a, geo);
+    return;
+  }
+  fail("launch_fused: the call's tiles do not fit in shared memory");
 }
 
 template <WFormat F>
-void launch_format(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
+void launch_format(const FusedArgs& a, cudaStream_t stream) {
   if (a.M <= 1)
-    launch_with<F, 1>(a, geo, stream);
+    launch_with<F, 1>(a, stream);
   else if (a.M <= 2)
-    launch_with<F, 2>(a, geo, stream);
+    launch_with<F, 2>(a, stream);
   else if (a.M <= 4)
-    launch_with<F, 4>(a, geo, stream);
+    launch_with<F, 4>(a, stream);
   else
-    launch_with<F, 8>(a, geo, stream);
+    launch_with<F, 8>(a, stream);
 }
 
 }  // namespace
@@ -457,20 +523,20 @@ int fused_counter_ints(int num_experts, int hidden) {
 bool fused_supported(const ExpertWeightsDev& w, int M, int top_k, bool has_shared) {
   if (has_shared || M < 1 || M > kFusedMaxTokens) return false;
   if (w.format != WFormat::Bf16 && w.format != WFormat::Fp8Block) return false;
-  if (w.hidden % 4 != 0 || w.inter % 4 != 0) return false;
-  // fp8: a lane holds one scale per K block (at most 32 blocks along H and along P's checkpoint grid).
-  if (w.format == WFormat::Fp8Block && ((w.hidden + 127) / 128 > 32 || w.scale_blocks > 32)) return false;
-  const Geometry g = geometry(w, M, top_k);
-  return g.slots >= 2;
+  if (w.hidden % 16 != 0 || w.inter % 16 != 0) return false;  // rows of whole 16-byte chunks
+  // fp8: a scale row of at most kScaleRow K blocks along H and along P's checkpoint grid.
+  if (w.format == WFormat::Fp8Block && ((w.hidden + 127) / 128 > kScaleRow || w.scale_blocks > kScaleRow))
+    return false;
+  const Geometry g = geometry(w, M, top_k, 1);
+  // A lane walks a row in at most kMaxIters chunks (fp8: K <= 4096; bf16: K <= 2048).
+  return g.slots >= 2 && g.iters1 <= kMaxIters && g.iters2 <= kMaxIters;
 }
 
 void launch_fused(const FusedArgs& a, cudaStream_t stream) {
-  const Geometry geo = geometry(a.w, a.M, a.g.pair_div);
-  require(geo.slots >= 2, "launch_fused: the call's tiles do not fit in shared memory");
   if (a.w.format == WFormat::Bf16)
-    launch_format<WFormat::Bf16>(a, geo, stream);
+    launch_format<WFormat::Bf16>(a, stream);
   else
-    launch_format<WFormat::Fp8Block>(a, geo, stream);
+    launch_format<WFormat::Fp8Block>(a, stream);
 }
 
 }  // namespace moe::cuda
