@@ -23,6 +23,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/codecs.h"
 #include "core/error.h"
@@ -487,8 +488,14 @@ Geometry geometry(const ExpertWeightsDev& w, int M, int top_k, int per_sm) {
 template <WFormat F, int kTok>
 void launch_with(const FusedArgs& a, cudaStream_t stream) {
   auto kernel = fused_kernel<F, kTok>;
-  // Two blocks per SM (twice the consumer warps to hide latency) when two rings fit and the SM holds them.
+  // Two blocks per SM (twice the consumer warps to hide latency) when two rings fit and the SM holds them;
+  // MOE_FUSED_PER_SM=1 keeps one (for measuring both).
+  static const int forced = [] {
+    const char* v = std::getenv("MOE_FUSED_PER_SM");
+    return v ? std::atoi(v) : 0;
+  }();
   for (int per_sm : {2, 1}) {
+    if (forced > 0 && per_sm != forced) continue;
     const Geometry geo = geometry(a.w, a.M, a.g.pair_div, per_sm);
     if (geo.slots < 2) continue;
     const int smem = geo.ring_offset + geo.slots * geo.slot_bytes;
