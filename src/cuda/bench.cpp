@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/kernels/expert_fused.h"
 #include "cuda/moe_layer.h"
 #include "cuda/random_fill.h"
 #include "cuda/read_bandwidth.h"
@@ -193,6 +195,7 @@ int run_moe_bench(const BenchOptions& o) {
     }
     js << "]}\n";
   }
+  if (std::getenv("MOE_FUSED_TIMELINE")) fused_timeline_report();
   return 0;
 }
 

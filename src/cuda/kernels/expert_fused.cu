@@ -23,6 +23,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/codecs.h"
@@ -40,7 +41,10 @@
 namespace moe::cuda {
 namespace {
 
-constexpr int kConsumerWarps = 8;
+#ifndef MOE_FUSED_CONSUMER_WARPS
+#define MOE_FUSED_CONSUMER_WARPS 8  // a build-time knob for measuring wider blocks
+#endif
+constexpr int kConsumerWarps = MOE_FUSED_CONSUMER_WARPS;
 constexpr int kConsumers = kConsumerWarps * 32;
 constexpr int kThreads = kConsumers + 32;  // + the producer warp
 constexpr int kCols1 = kConsumerWarps;     // stage-1 columns per item: one per consumer warp
@@ -86,6 +90,30 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+
+// A build-time timeline (MOE_FUSED_TIMELINE): globaltimer stamps per block and per ring item of the last
+// launch, printed by fused_timeline_report(), to see where a block's time goes. Compiled out by default.
+enum TimelineEvent { kIssued, kReady, kDone, kEvents };
+enum BlockEvent { kStart, kInfoLoaded, kStage2WaitBegin, kStage2WaitEnd, kEnd, kBlockEvents };
+#ifdef MOE_FUSED_TIMELINE
+constexpr int kTimelineBlocks = 512, kTimelineItems = 96;
+__device__ unsigned long long g_item_times[kTimelineBlocks][kTimelineItems][kEvents];
+__device__ unsigned long long g_block_times[kTimelineBlocks][kBlockEvents];
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void stamp_item(int q, TimelineEvent ev) {
+  if (blockIdx.x < kTimelineBlocks && q < kTimelineItems) g_item_times[blockIdx.x][q][ev] = now_ns();
+}
+__device__ __forceinline__ void stamp_block(BlockEvent ev) {
+  if (blockIdx.x < kTimelineBlocks) g_block_times[blockIdx.x][ev] = now_ns();
+}
+#else
+__device__ __forceinline__ void stamp_item(int, TimelineEvent) {}
+__device__ __forceinline__ void stamp_block(BlockEvent) {}
+#endif
 
 // The activations in shared memory are stored so that the floats lane l needs for its chunk of iteration i
 // are 16-byte vectors 32 apart, one per lane: conflict-free 16-byte reads. Float index of element k of
@@ -193,7 +221,10 @@ __device__ void produce(const FusedArgs& a, const Geometry& geo, const Info& inf
                          (static_cast<size_t>(e) * ((H + 127) / 128) + r0 / 128) * SB + lane);
     }
     __syncwarp();
-    if (lane == 0) mbar_arrive(&full[slot]);  // the scales are in place
+    if (lane == 0) {
+      mbar_arrive(&full[slot]);  // the scales are in place
+      stamp_item(q, kIssued);
+    }
   }
 }
 
@@ -368,6 +399,12 @@ __device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& inf
     const int slot = q % geo.slots;
     const uint32_t parity = (q / geo.slots) & 1;
     const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
+#ifdef MOE_FUSED_TIMELINE
+    if (threadIdx.x == 0) {
+      mbar_wait(&full[slot], parity);
+      stamp_item(q, kReady);
+    }
+#endif
     if (q < n1) {
       const int item = lo1 + q, s = item / geo.tiles1;
       if (s != done_s) {
@@ -376,14 +413,18 @@ __device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& inf
       }
       stage1_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
                            &empty[slot], item);
+      if (threadIdx.x == 0) stamp_item(q, kDone);
       ++done_items;
       if (q == n1 - 1) signal_stage1(a, done_s, done_items);
       continue;
     }
     const int item = lo2 + q - n1, s = item / geo.tiles2;
     if (s != act_expert) {  // this expert's h must be complete: wait for all its stage-1 items
-      if (threadIdx.x == 0)
+      if (threadIdx.x == 0) {
+        if (act_expert < 0) stamp_block(kStage2WaitBegin);
         while (ld_acquire(expert_done + s) < geo.tiles1 * kConsumerWarps) __nanosleep(32);
+        if (act_expert < 0) stamp_block(kStage2WaitEnd);
+      }
       named_barrier_sync(kConsumerBarrier, kConsumers);  // and every warp done with act
       load_stage2_act<F>(a, geo, info, s, scratch, act);
       named_barrier_sync(kConsumerBarrier, kConsumers);
@@ -391,8 +432,10 @@ __device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& inf
     }
     stage2_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
                          &empty[slot], item);
+    if (threadIdx.x == 0) stamp_item(q, kDone);
   }
   signal_stage2(a, geo, info, lo2, n2);
+  if (threadIdx.x == 0) stamp_block(kEnd);
 }
 
 template <WFormat F, int kTok>
@@ -416,6 +459,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   // (it starts once all blocks have triggered), so triggering now cannot take an SM this grid needs.
   pdl_wait();
   pdl_trigger();
+  if (threadIdx.x == 0) stamp_block(kStart);
   const int na = __ldcg(a.g.num_active);
   for (int i = threadIdx.x; i < na; i += kThreads) {
     const int e = __ldcg(a.g.active + i), b = __ldcg(a.g.offsets + e);
@@ -427,6 +471,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
     info.pairs[i] = __ldcg(a.g.sorted_pairs + i);
   if (threadIdx.x == 0) info.num_active = na;
   __syncthreads();
+  if (threadIdx.x == 0) stamp_block(kInfoLoaded);
   if (na == 0) {  // no pair has a local expert (expert parallelism): the output is zero
     for (int i = blockIdx.x * kThreads + threadIdx.x; i < a.M * a.w.hidden; i += gridDim.x * kThreads)
       a.out[i] = 0;
@@ -522,6 +567,38 @@ void launch_format(const FusedArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+void fused_timeline_report() {
+#ifdef MOE_FUSED_TIMELINE
+  static unsigned long long items[kTimelineBlocks][kTimelineItems][kEvents];
+  static unsigned long long blocks[kTimelineBlocks][kBlockEvents];
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(items, g_item_times, sizeof(items)));
+  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(blocks, g_block_times, sizeof(blocks)));
+  unsigned long long t0 = ~0ull;
+  int nb = 0;
+  for (int b = 0; b < kTimelineBlocks; ++b)
+    if (blocks[b][kEnd] >= blocks[b][kStart] && blocks[b][kStart] > 0)
+      t0 = std::min(t0, blocks[b][kStart]), ++nb;
+  const auto us = [&](unsigned long long t) {
+    return t ? (static_cast<double>(t) - static_cast<double>(t0)) / 1e3 : -1.0;
+  };
+  std::printf("fused timeline (last launch, us from the first block's start; %d blocks)\n", nb);
+  std::printf("block  start  info  s2wait  s2go    end | item: issued ready done ...\n");
+  for (int b = 0; b < kTimelineBlocks && b < nb; b += std::max(1, nb / 12)) {
+    std::printf("%5d %6.2f %5.2f %7.2f %5.2f %6.2f |", b, us(blocks[b][kStart]), us(blocks[b][kInfoLoaded]),
+                us(blocks[b][kStage2WaitBegin]), us(blocks[b][kStage2WaitEnd]), us(blocks[b][kEnd]));
+    for (int q = 0; q < kTimelineItems && items[b][q][kDone] >= blocks[b][kStart] && items[b][q][kDone] > 0 &&
+                    items[b][q][kDone] <= blocks[b][kEnd];
+         ++q)
+      std::printf(" [%.1f %.1f %.1f]", us(items[b][q][kIssued]), us(items[b][q][kReady]),
+                  us(items[b][q][kDone]));
+    std::printf("\n");
+  }
+#else
+  std::printf("fused timeline: not compiled in (build with -DMOE_FUSED_TIMELINE)\n");
+#endif
+}
 
 int fused_counter_ints(int num_experts, int hidden) {
   return num_experts + (hidden + 7) / 8;

@@ -43,5 +43,8 @@ int fused_counter_ints(int num_experts, int hidden);
 // and tiles that fit in shared memory.
 bool fused_supported(const ExpertWeightsDev& w, int M, int top_k, bool has_shared);
 void launch_fused(const FusedArgs& a, cudaStream_t stream);
+// Prints the last launch's per-block timeline when built with -DMOE_FUSED_TIMELINE (a measuring build); says
+// that it is not compiled in otherwise.
+void fused_timeline_report();
 
 }  // namespace moe::cuda
