@@ -4,6 +4,11 @@ set(MOE_CXX_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initia
 
 set(MOE_CUDA_FLAGS -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo
     -Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings)
+# Measuring builds only (scripts/build-measuring): extra CUDA defines, e.g. MOE_FUSED_TIMELINE.
+set(MOE_CUDA_MEASURE_DEFINES "" CACHE STRING "extra CUDA preprocessor defines for a measuring build")
+foreach(def ${MOE_CUDA_MEASURE_DEFINES})
+  list(APPEND MOE_CUDA_FLAGS -D${def})
+endforeach()
 
 if(MOE_SANITIZE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
