@@ -1,6 +1,6 @@
-// The fused decode MoE of expert_fused.h: one persistent block per SM, a producer warp streaming weight
-// tiles into a shared-memory ring with bulk copies, eight consumer warps doing stage 1, stage 2 and the
-// combine.
+// The fused decode MoE of expert_fused.h: one or two persistent blocks per SM, each with a producer warp
+// streaming weight tiles into its shared-memory ring with bulk copies and (by default) eight consumer warps
+// doing stage 1, stage 2 and the combine.
 //
 // Work items. Stage 1: (active expert, 8 intermediate columns): the 8 gate rows and the 8 up rows of those
 // columns, two contiguous runs of w13 copied into one ring slot; consumer warp c computes column c (its gate
@@ -13,10 +13,11 @@
 // Synchronisation, all on integers the prologue zeroed in the same call, per consumer warp and without a
 // block barrier: a warp counts its stage-1 items of an expert into the expert's counter after one fence for
 // all of them (a fence per item would put a memory round trip on every item's path); a block's first
-// stage-2 item of an expert waits until that counter reaches 8 x the expert's stage-1 item count; at its end
-// a warp fences once and counts each of its stage-2 items into the item's row-tile counter, and the warp that
-// brings a tile to 8 x the number of active experts sums it (slot order: the same bits whichever warp it
-// is). Every block is resident at once (one per SM, launched as a single wave), so the waits always end.
+// stage-2 item of an expert waits until that counter reaches (consumer warps) x the expert's stage-1 item
+// count; at its end a warp fences once and counts each of its stage-2 items into the item's row-tile counter,
+// and the warp that brings a tile to (consumer warps) x the number of active experts sums it (slot order: the
+// same bits whichever warp it is). Every block is resident at once (a single wave, checked against the
+// occupancy query at launch), so the waits always end.
 #include "cuda/kernels/expert_fused.h"
 
 #include <cuda_fp16.h>
@@ -66,8 +67,7 @@ constexpr size_t kScalesOffset = (kBarrierBytes + sizeof(Info) + 127) / 128 * 12
 // Per consumer warp: one activation group of stage 2 while it is quantised (128 floats).
 constexpr size_t kScratchOffset = kScalesOffset + kMaxSlots * 2 * kScaleRow * sizeof(float);
 constexpr size_t kActOffset = kScratchOffset + kConsumerWarps * 128 * sizeof(float);
-// A lane reads 16-byte chunks c = 32 i + lane of a row, i < iters <= kMaxIters (fp8: K <= 4096; bf16: 2048),
-// and holds the chunk's fp8 scale for each i in a register.
+// A lane reads 16-byte chunks c = 32 i + lane of a row, i < iters <= kMaxIters (fp8: K <= 4096; bf16: 2048).
 constexpr int kMaxIters = 8;
 
 // Everything about the call's shape, fixed on the host.

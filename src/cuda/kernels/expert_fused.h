@@ -1,17 +1,20 @@
 #pragma once
 // The fused MoE for a few tokens per call (decode): after the one-block prologue (routing, x quantised,
 // pairs grouped by expert), one persistent launch does stage 1, stage 2 and the weighted combine. Each block
-// (one per SM) has a producer warp that streams whole weight tiles (16 rows of w13, or up to 64 rows of w2:
-// contiguous runs of tens of kilobytes) into a shared-memory ring with 1-D bulk copies (TMA), never waiting
-// on them, so a few hundred kilobytes per SM are in flight; eight consumer warps multiply them on CUDA cores
-// from shared memory. Stage 2 of an expert starts once every stage-1 tile of that expert is done (a counter
-// per expert), and the block that finishes the last expert of a tile of output rows writes the combine.
-// Its weights were requested while stage 1 was still running.
+// (one or two per SM) has a producer warp that streams whole weight tiles (16 rows of w13, or up to 64 rows
+// of w2: contiguous runs of tens of kilobytes) into a shared-memory ring with 1-D bulk copies (TMA), never
+// waiting on them, and loads each tile's fp8 scales into the ring; eight consumer warps multiply them on CUDA
+// cores from shared memory. Stage 2 of an expert starts once every stage-1 tile of that expert is done (a
+// counter per expert), and the warp that finishes the last expert of a tile of output rows writes the
+// combine. Stage 2's weights are requested while stage 1 is still running.
 //
-// Bits: each dot product is one warp, lane l taking 4-element pieces l, l + 32, ... of each 128-element K
-// block, summed in a fixed order and by a fixed shuffle tree, so a token's output depends only on that token
-// (batch invariant for every M this path takes) and is the same on every run. It differs in the last bits
-// from the GEMV path (another lane split), which is why Auto takes one path for all M <= kFusedMaxTokens.
+// Bits: each dot product is one warp, lane l taking the 16-byte chunks l, l + 32, ... of the row, each
+// chunk's products summed in a fixed order and scaled by its K block's scale, the lanes then added by a fixed
+// shuffle tree. So a token's output depends only on that token (batch invariant for every M this path takes)
+// and is the same on every run. It differs in the last bits from the GEMV path (another lane split).
+//
+// Status: correct on the H200 (GPU tests) but measured slower than the GEMV (docs/performance.md), so Auto
+// takes it only with MOE_FUSED=1.
 #include <cuda_runtime.h>
 
 #include <cstdint>
