@@ -257,9 +257,20 @@ bool fused_by_default() {
   return on;
 }
 
+namespace {
+
+// Whether the one-launch fused kernel can take this layer's call of M tokens (it runs after the one-block
+// prologue, which zeroes its counters).
+bool fused_applies(const DeviceMoeLayer& layer, int M) {
+  const int K = layer.config().router.top_k;
+  return prologue_fits_one_block(M, K) &&
+         fused_supported(layer.experts().view, M, K, layer.shared() != nullptr);
+}
+
+}  // namespace
+
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M) {
-  return fused_by_default() && prologue_fits_one_block(M, layer.config().router.top_k) &&
-         fused_supported(layer.experts().view, M, layer.config().router.top_k, layer.shared() != nullptr);
+  return fused_by_default() && fused_applies(layer, M);
 }
 
 int mma_min_tokens() {
@@ -440,7 +451,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // counters.
   const bool fused = stages == StagePath::Gemv && !decode &&
                      (path == GemmPath::Fused || (path == GemmPath::Auto && fused_by_default())) &&
-                     prologue_fits_one_block(M, K) && fused_supported(g.w, M, K, shared != nullptr);
+                     fused_applies(layer, M);
   AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
       ws.num_active.as<int>()};

@@ -19,6 +19,7 @@
 #include "cuda/kernels/gemv_rows.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
+#include "cuda/kernels/slot_sum.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -177,12 +178,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_kernel(DecodeArgs a, int M
   __threadfence();  // the other blocks' y, after their counts
   for (int i = threadIdx.x; i < M * rows_here; i += blockDim.x) {
     const int t = i / rows_here, hrow = row_begin + i % rows_here;
-    float sum = 0.0f;
-    for (int k = 0; k < K; ++k) {
-      const int p = t * K + k;
-      if (__ldcg(a.topk_ids + p) >= 0)
-        sum = fmaf(__ldcg(a.topk_weights + p), __ldcg(a.y + static_cast<size_t>(p) * H + hrow), sum);
-    }
+    float sum = slot_sum(a.topk_ids, a.topk_weights, a.y, K, H, t, hrow);
     if (a.has_shared)
       sum = fmaf(__ldcg(a.shared_gate + t), __ldcg(a.shared_y + static_cast<size_t>(t) * H + hrow), sum);
     a.out[static_cast<size_t>(t) * H + hrow] = f32_to_bf16(sum);

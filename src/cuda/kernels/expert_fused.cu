@@ -36,6 +36,7 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
+#include "cuda/kernels/slot_sum.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 
@@ -339,13 +340,8 @@ __device__ void combine_rows(const FusedArgs& a, int r0, int nr) {
   const int K = a.g.pair_div, H = a.w.hidden;
   for (int i = threadIdx.x % 32; i < a.M * nr; i += 32) {
     const int t = i / nr, hrow = r0 + i % nr;
-    float acc = 0.0f;
-    for (int k = 0; k < K; ++k) {
-      const int p = t * K + k;
-      if (__ldcg(a.topk_ids + p) >= 0)
-        acc = fmaf(__ldcg(a.topk_weights + p), __ldcg(a.y + static_cast<size_t>(p) * H + hrow), acc);
-    }
-    a.out[static_cast<size_t>(t) * H + hrow] = f32_to_bf16(acc);
+    a.out[static_cast<size_t>(t) * H + hrow] =
+        f32_to_bf16(slot_sum(a.topk_ids, a.topk_weights, a.y, K, H, t, hrow));
   }
 }
 
