@@ -259,6 +259,13 @@ bool fused_by_default() {
 
 namespace {
 
+MoePartMarker part_marker = nullptr;
+void* part_marker_context = nullptr;
+
+void mark_part(const char* part, cudaStream_t stream) {
+  if (part_marker) part_marker(part_marker_context, part, stream);
+}
+
 // Whether the one-launch fused kernel can take this layer's call of M tokens (it runs after the one-block
 // prologue, which zeroes its counters).
 bool fused_applies(const DeviceMoeLayer& layer, int M) {
@@ -268,6 +275,11 @@ bool fused_applies(const DeviceMoeLayer& layer, int M) {
 }
 
 }  // namespace
+
+void set_moe_part_marker(MoePartMarker marker, void* context) {
+  part_marker = marker;
+  part_marker_context = context;
+}
 
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M) {
   return fused_by_default() && fused_applies(layer, M);
@@ -310,7 +322,9 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
                        StagePath path, cudaStream_t stream) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
+    mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_stage2(g, stream);
+    mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
     return;
   }
   if (path == StagePath::Stream) {
@@ -323,6 +337,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
     in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
     launch_expert_stream(g, in, stream);
+    mark_part(shared ? "moe shared stream stages" : "moe stream stages", stream);
     return;
   }
   MmaScratch s{};
@@ -334,6 +349,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
   s.num_tiles = ws.mma_num_tiles.as<int>();
   s.max_tiles = mma_max_tiles(M * g.g.pair_div, std::min(g.w.num_experts, M * g.g.pair_div));
   launch_expert_mma(g, x, M, s, stream);
+  mark_part(shared ? "moe shared mma stages" : "moe mma stages", stream);
 }
 
 // The fused decode path's arguments; its dot products take the GEMV's lane split (same bits).
@@ -468,8 +484,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     launch_align(aa, stream);
     MOE_CUDA_CHECK_LAUNCH();
   }
+  mark_part("moe prologue", stream);
   if (decode) {
     launch_decode(d, M, stream);
+    mark_part("moe decode stages", stream);
     return;
   }
   if (fused) {
@@ -487,6 +505,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     fa.M = M;
     launch_fused(fa, stream);
     MOE_CUDA_CHECK_LAUNCH();
+    mark_part("moe fused", stream);
     return;
   }
 
@@ -506,6 +525,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                  out};
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();
+  mark_part("moe combine", stream);
 }
 
 }  // namespace moe::cuda

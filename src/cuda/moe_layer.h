@@ -93,6 +93,12 @@ bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
 
+// For measuring (the model's MOE_STEP_STAMPS): called on the host after each of the op's launches with the
+// part's name ("moe prologue", "moe stage 1", ...), to put a timer stamp in the stream. Null (the default):
+// none.
+using MoePartMarker = void (*)(void* context, const char* part, cudaStream_t stream);
+void set_moe_part_marker(MoePartMarker marker, void* context);
+
 // out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
                int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto);

@@ -5,6 +5,7 @@
 #include "model/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -17,6 +18,8 @@
 namespace moe::model {
 namespace gpu {
 namespace {
+
+constexpr int kMaxStepStamps = 4096;  // marks per step: about 7 per layer
 
 int next_pow2(int v) {
   int p = 1;
@@ -40,6 +43,12 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
+  if (StepStamps::requested()) {
+    stamps_ = std::make_unique<StepStamps>(kMaxStepStamps);
+    cuda::set_moe_part_marker(
+        [](void* self, const char* part, cudaStream_t st) { static_cast<StepStamps*>(self)->mark(part, st); },
+        stamps_.get());
+  }
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   // One extra page at the end: padding rows of a padded decode batch write and read only there.
   kv_ = KvCacheDev{nullptr, static_cast<int>(page_size_), static_cast<int>(num_pages_ + 1),
@@ -51,6 +60,7 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
 }
 
 CudaModelBackend::~CudaModelBackend() {
+  if (stamps_) cuda::set_moe_part_marker(nullptr, nullptr);
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   if (meta_host_) cudaFreeHost(meta_host_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -247,11 +257,16 @@ void CudaModelBackend::run_step(const StepPlan& p) {
   const int N = p.N, H = static_cast<int>(s.hidden), heads = static_cast<int>(s.heads);
   const float eps = s.rms_eps;
   const StepMetaDev meta = meta_of(p);
+  const auto mark = [&](const char* part) {
+    if (stamps_) stamps_->mark(part, stream_);
+  };
+  if (stamps_) stamps_->begin(stream_);
   // The residual stream. A GEMV that does the RMSNorm before it itself (decode sizes) writes the updated
   // stream to the other buffer, since its other blocks still read this one; then the two swap.
   float* x = x_.as<float>();
   float* x_spare = x_spare_.as<float>();
   embed_rows(m_.embed.as<uint16_t>(), meta.token_ids, N, H, x, stream_);
+  mark("embed");
   const float* pending_f32 = nullptr;  // the previous layer's MLP output, added before the next norm
   const uint16_t* pending_bf16 = nullptr;
   for (size_t l = 0; l < m_.layers.size(); ++l) {
@@ -267,19 +282,23 @@ void CudaModelBackend::run_step(const StepPlan& p) {
                xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), stream_);
       linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
     }
+    mark("norm+qkv");
     qk_norm_rope_store(
         qkv_.as<float>(), N, heads, static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim),
         L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr, L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr,
         eps, m_.inv_freq.as<float>(), m_.attention_scaling, meta, kv_, li, q_.as<float>(),
         p.decode ? attn_counters_.as<int>() : nullptr,
         p.decode ? attention_decode_counters(p.B, heads, static_cast<int>(s.kv_heads)) : 0, stream_);
+    mark("qk-norm+rope+kv");
     if (p.decode)
       attention_decode(q_.as<float>(), meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
                        attn_counters_.as<int>(), ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
     else
       attention_prefill(q_.as<float>(), meta, meta_.as<int32_t>() + p.off_tiles, p.tiles, kv_, li, heads,
                         ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+    mark("attention");
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
+    mark("o_proj");
     const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
     if (router_norms) {
       // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
@@ -295,12 +314,13 @@ void CudaModelBackend::run_step(const StepPlan& p) {
         gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->num_experts(),
                   router_logits_.as<float>(), stream_);
     }
+    mark("norm+router");
     if (L.moe) {
       cuda::fused_moe(*L.moe, *moe_ws_, xn_bf16_.as<uint16_t>(), router_logits_.as<float>(), N,
                       moe_out_.as<uint16_t>(), stream_);
       pending_f32 = nullptr;
       pending_bf16 = moe_out_.as<uint16_t>();
-      last_moe_rows_ = N;
+      last_moe_rows_ = N;  // the op stamps its own parts
     } else {
       const int I = L.down.cols;
       linear(L.gate_up, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, gate_up_.as<float>());
@@ -308,6 +328,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       linear(L.down, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), N, y_.as<float>());
       pending_f32 = y_.as<float>();
       pending_bf16 = nullptr;
+      mark("dense mlp");
     }
   }
   add_into(x, pending_f32, pending_bf16, static_cast<int64_t>(N) * H, stream_);
@@ -315,6 +336,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
            nullptr, final_.as<uint16_t>(), stream_);
   gemm_.bf16(final_.as<uint16_t>(), p.R, H, m_.lm_head.bf16_ptr, static_cast<int>(s.vocab),
              logits_.as<float>(), stream_);
+  mark("final norm+lm_head");
 }
 
 void CudaModelBackend::launch_step(const StepPlan& p) {
@@ -393,6 +415,7 @@ double CudaModelBackend::time_step_ms(const std::vector<StepSequence>& batch, in
   MOE_CUDA_CHECK(cudaEventDestroy(e0));
   MOE_CUDA_CHECK(cudaEventDestroy(e1));
   MOE_CUDA_CHECK(cudaGetLastError());
+  if (stamps_) std::printf("%s", stamps_->report().c_str());
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }

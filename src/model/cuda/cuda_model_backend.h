@@ -12,6 +12,7 @@
 #include "model/cuda/device_model.h"
 #include "model/cuda/gemm.h"
 #include "model/cuda/launch.h"
+#include "model/cuda/step_stamps.h"
 #include "model/cuda_backend.h"
 
 namespace moe::model::gpu {
@@ -77,6 +78,7 @@ class CudaModelBackend : public ModelBackend {
   std::unique_ptr<cuda::MoeWorkspace> moe_ws_;
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;
   int last_moe_rows_ = 0;
+  std::unique_ptr<StepStamps> stamps_;  // MOE_STEP_STAMPS=1: where a step's time goes
 };
 
 }  // namespace moe::model::gpu
