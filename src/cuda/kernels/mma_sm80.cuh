@@ -46,6 +46,14 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
+// The same four matrices transposed: lane l receives the elements that ldmatrix_x4 would give lane
+// 4 * (l % 8) ... in column order, i.e. the B fragment of a matrix stored with k along its rows.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 // d += a * b for a 16x8 tile over 32 bytes of K: k16 of bf16 or k32 of fp8 e4m3. The fragments of both have
 // the same byte layout, so one ldmatrix scheme feeds either.
 template <bool kFp8>

@@ -206,13 +206,27 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
   float num[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) num[k] = 0.0f;
-  for (int s = 0; s < a.splits; ++s) {
+  // kSplitBatch splits' loads in flight at once (one L2 round trip per batch, not per split); the sums still
+  // run in split order.
+  constexpr int kSplitBatch = 4;
+  for (int s0 = 0; s0 < a.splits; s0 += kSplitBatch) {
+    float part[kSplitBatch][kItems];
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int i = threadIdx.x + k * kThreads, g = i / D;
-      if (g < nh)
-        num[k] += cs.w[g][s] * __ldcg(base + (static_cast<int64_t>(g) * a.splits + s) * (D + 2) + i % D);
-    }
+    for (int u = 0; u < kSplitBatch; ++u)
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int i = threadIdx.x + k * kThreads, g = i / D, s = s0 + u;
+        part[u][k] = g < nh && s < a.splits
+                         ? __ldcg(base + (static_cast<int64_t>(g) * a.splits + s) * (D + 2) + i % D)
+                         : 0.0f;
+      }
+#pragma unroll
+    for (int u = 0; u < kSplitBatch; ++u)
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int i = threadIdx.x + k * kThreads, g = i / D, s = s0 + u;
+        if (g < nh && s < a.splits) num[k] += cs.w[g][s] * part[u][k];
+      }
   }
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {

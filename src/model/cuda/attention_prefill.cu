@@ -1,14 +1,20 @@
 // Causal GQA attention for prefill (any number of new tokens per sequence, over all of its cached positions).
-// A block takes a tile of 16 query rows of one sequence and one head and walks the keys in chunks of 32 held
-// in shared memory (bf16 pages widened to fp32), with an online softmax in fp32. Rows past the sequence's
-// last are computed on a clamped copy and never written.
+// Head dims 64 and 128 run on tensor cores (attention_prefill_tc.cu). The others take this fp32 CUDA-core
+// kernel: a block takes 16 query rows (a quarter of a host tile) of one sequence and one head and walks the
+// keys in chunks of 32 held in shared memory (bf16 pages widened to fp32), with an online softmax in fp32.
+// Rows past the sequence's last are computed on a clamped copy and never written.
+#include <cstdlib>
+
+#include "model/cuda/attention_prefill_tc.h"
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
 
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kTile = kPrefillTile, kChunk = 32, kThreads = 128;
+constexpr int kTile = 16, kChunk = 32, kThreads = 128;
+constexpr int kSubTiles = kPrefillTile / kTile;  // blocks per host tile
+static_assert(kPrefillTile % kTile == 0);
 
 template <int D>
 constexpr size_t prefill_smem_bytes() {
@@ -28,10 +34,12 @@ __global__ void __launch_bounds__(kThreads)
   float* Ps = Vs + kChunk * D;        // [kTile][kChunk]
   constexpr int kPer = D / 8;
   const int tid = threadIdx.x, r = tid / 8, c8 = tid % 8;
-  const int seq = tiles[2 * blockIdx.x], row0 = tiles[2 * blockIdx.x + 1], h = blockIdx.y;
+  const int tile = blockIdx.x / kSubTiles, h = blockIdx.y;
+  const int seq = tiles[2 * tile], row0 = tiles[2 * tile + 1] + kTile * (blockIdx.x % kSubTiles);
   const int first = meta.seq_first[seq], kv_len = meta.seq_kv_len[seq];
   const int start = meta.token_pos[first];
   const int last_row = first + (kv_len - start) - 1;
+  if (row0 > last_row) return;  // the host tile's last rows are past the sequence
   const int kvh = h / (heads / kv.kv_heads);
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
   const int64_t q_stride = static_cast<int64_t>(heads) * D;
@@ -125,8 +133,9 @@ void launch(const float* q, const StepMetaDev& meta, const int32_t* tiles, int n
                                         static_cast<int>(smem)));
     configured = true;
   }
-  launch_pdl(prefill_kernel<D>, dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(heads)),
-             kThreads, smem, s, q, meta, tiles, kv, layer, heads, ctx_f32, ctx_bf16);
+  launch_pdl(prefill_kernel<D>,
+             dim3(static_cast<unsigned>(num_tiles * kSubTiles), static_cast<unsigned>(heads)), kThreads, smem,
+             s, q, meta, tiles, kv, layer, heads, ctx_f32, ctx_bf16);
 }
 
 }  // namespace
@@ -135,6 +144,13 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
                        const KvCacheDev& kv, int layer, int heads, float* ctx_f32, uint16_t* ctx_bf16,
                        cudaStream_t s) {
   if (num_tiles == 0) return;
+  // MOE_ATTENTION_PREFILL_CORES=1 keeps every head dim on the CUDA-core kernel (to compare the two).
+  static const bool cores_only = [] {
+    const char* v = std::getenv("MOE_ATTENTION_PREFILL_CORES");
+    return v && std::atoi(v) != 0;
+  }();
+  if (!cores_only && prefill_tc_supports(kv.head_dim))
+    return attention_prefill_tc(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
   switch (kv.head_dim) {
     case 32:
       return launch<32>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);

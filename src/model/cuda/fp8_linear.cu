@@ -9,6 +9,12 @@ namespace moe::model::gpu {
 namespace {
 
 constexpr int kWarps = 8, kInflight = 4;
+// One token: five resident blocks per SM, so a q/k/v projection (5120 rows, 640 blocks) runs in one wave on
+// 132 SMs and every block issues its weight loads before waiting for the previous kernel. More tokens need
+// more registers (fewer blocks would spill).
+constexpr int min_blocks_per_sm(int M) {
+  return M == 1 ? 5 : 3;
+}
 
 // One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The first steps'
 // weight loads (for rows of up to 32 * kInflight * 16 bytes: the whole row) are issued before the kernel
@@ -17,7 +23,7 @@ constexpr int kWarps = 8, kInflight = 4;
 // (FORMATS.md section 3, what prepare_activation writes): every block redoes this small amount of work so the
 // decode step needs no separate launch for it.
 template <int M>
-__global__ void __launch_bounds__(32 * kWarps)
+__global__ void __launch_bounds__(32 * kWarps, min_blocks_per_sm(M))
     gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                 NormInput norm) {
   extern __shared__ float4 smem4[];
@@ -40,15 +46,36 @@ __global__ void __launch_bounds__(32 * kWarps)
     norm_rows_to_shared(norm, M, cols, a, scratch);
     x = a;  // quantised in place below: each group is read and written by one warp
   }
+  // A lane holds 4 values of a 128-group; kItemBatch groups' loads go out together, so a warp's groups cost
+  // one round trip to x (global memory when there is no norm) per batch instead of two per group.
   const int groups = (cols + 127) / 128;
-  for (int item = warp; item < M * groups; item += kWarps) {
-    const int m = item / groups, g0 = (item % groups) * 128, g1 = min(cols, g0 + 128);
-    const float* xr = x + static_cast<int64_t>(m) * cols;
-    float amax = 0.0f;
-    for (int i = g0 + lane; i < g1; i += 32) amax = fmaxf(amax, fabsf(xr[i]));
-    amax = warp_max(amax);
-    const float s = fp8_group_scale(amax);
-    for (int i = g0 + lane; i < g1; i += 32) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(xr[i], s)) * s;
+  constexpr int kItemBatch = 2;
+  for (int item0 = warp; item0 < M * groups; item0 += kWarps * kItemBatch) {
+    float v[kItemBatch][4];
+#pragma unroll
+    for (int b = 0; b < kItemBatch; ++b) {
+      const int item = item0 + b * kWarps, m = item / groups, g0 = (item % groups) * 128;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = g0 + lane + 32 * u;
+        v[b][u] = item < M * groups && i < min(cols, g0 + 128) ? x[static_cast<int64_t>(m) * cols + i] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kItemBatch; ++b) {
+      const int item = item0 + b * kWarps, m = item / groups, g0 = (item % groups) * 128;
+      if (item >= M * groups) break;
+      float amax = 0.0f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) amax = fmaxf(amax, fabsf(v[b][u]));
+      amax = warp_max(amax);
+      const float s = fp8_group_scale(amax);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int i = g0 + lane + 32 * u;
+        if (i < min(cols, g0 + 128)) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(v[b][u], s)) * s;
+      }
+    }
   }
   __syncthreads();
   if (!live) return;

@@ -66,8 +66,8 @@ void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int he
 
 // attention_prefill.cu: causal GQA attention of every token row over its sequence's KV [0, own position],
 // reading earlier pages too (chunked prefill, prefix cache). `tiles` lists (sequence, first row) of the
-// 16-row query tiles, num_tiles of them. ctx [N, heads * D] fp32 and bf16.
-constexpr int kPrefillTile = 16;
+// 64-row query tiles, num_tiles of them. ctx [N, heads * D] fp32 and bf16.
+constexpr int kPrefillTile = 64;
 void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* tiles, int num_tiles,
                        const KvCacheDev& kv, int layer, int heads, float* ctx_f32, uint16_t* ctx_bf16,
                        cudaStream_t s);

@@ -27,25 +27,54 @@ void with_rows(int M, F&& f) {
 }
 
 // a [M][n] (shared memory) = RMSNorm(p.x + residual); needs blockDim.x == 256 like rms_norm_kernel.
+// Each thread's elements are read kBatch at a time before any is stored: the stores (shared memory, the
+// residual copy) could alias the inputs as far as the compiler knows, so a plain loop waits one global
+// round trip per element. Every thread still adds its elements in index order: the bits are unchanged.
 __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, float* a, float* scratch) {
+  constexpr int kBatch = 8;
   const bool writer = blockIdx.x == 0 && blockIdx.y == 0;
+  const int stride = blockDim.x;
   for (int m = 0; m < M; ++m) {
     const int64_t off = static_cast<int64_t>(m) * n;
     float ss = 0.0f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      float v = p.x[off + i];
-      if (p.res_f32) v += p.res_f32[off + i];
-      if (p.res_bf16) v += bf16_to_f32(p.res_bf16[off + i]);
-      a[off + i] = v;
-      if (writer) p.x_out[off + i] = v;
-      ss += v * v;
+    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * stride) {
+      float v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * stride;
+        v[u] = 0.0f;
+        if (i < n) {
+          v[u] = p.x[off + i];
+          if (p.res_f32) v[u] += p.res_f32[off + i];
+          if (p.res_bf16) v[u] += bf16_to_f32(p.res_bf16[off + i]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * stride;
+        if (i >= n) break;
+        a[off + i] = v[u];
+        if (writer) p.x_out[off + i] = v[u];
+        ss += v[u] * v[u];
+      }
     }
     const float total = block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(total / static_cast<float>(n) + p.eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const float o = p.weight[i] * (a[off + i] * inv);
-      a[off + i] = o;
-      if (writer && p.xn_bf16_out) p.xn_bf16_out[off + i] = f32_to_bf16(o);
+    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * stride) {
+      float w[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * stride;
+        w[u] = i < n ? p.weight[i] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * stride;
+        if (i >= n) break;
+        const float o = w[u] * (a[off + i] * inv);
+        a[off + i] = o;
+        if (writer && p.xn_bf16_out) p.xn_bf16_out[off + i] = f32_to_bf16(o);
+      }
     }
   }
   __syncthreads();
