@@ -8,37 +8,46 @@
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 8, kInflight = 4;
-// One token: five resident blocks per SM, so a q/k/v projection (5120 rows, 640 blocks) runs in one wave on
-// 132 SMs and every block issues its weight loads before waiting for the previous kernel. More tokens need
-// more registers (fewer blocks would spill).
-constexpr int min_blocks_per_sm(int M) {
-  return M == 1 ? 5 : 3;
+constexpr int kWarps = 8;
+// 16-byte weight chunks a lane holds in registers at once: all of its rows' chunks are loaded before the
+// kernel waits for its predecessor, so one memory round trip covers the whole weight read.
+constexpr int kLaneChunks = 16;
+
+// Weight rows per warp for a row of `cols` bytes: as many as fit kLaneChunks per lane (4 for 2048 columns,
+// 2 for 4096, 1 for 8192). More rows per warp means fewer blocks, and so fewer blocks redoing the RMSNorm and
+// the activation quantisation that every block does for itself (ncu measured that work as a large part of
+// the one-row-per-warp kernel's instructions).
+int rows_per_warp(int cols) {
+  const int chunks_per_row = (cols / 16 + 31) / 32;
+  return kLaneChunks / chunks_per_row >= 4 ? 4 : kLaneChunks / chunks_per_row >= 2 ? 2 : 1;
 }
 
-// One warp per output row; lane takes 16 bytes per step, kInflight steps loaded before use. The first steps'
-// weight loads (for rows of up to 32 * kInflight * 16 bytes: the whole row) are issued before the kernel
-// waits for its predecessor (programmatic dependent launch): weights do not depend on it, so their latency
-// hides behind the previous kernel's tail. Then the block quantises the M input rows into shared memory
-// (FORMATS.md section 3, what prepare_activation writes): every block redoes this small amount of work so the
-// decode step needs no separate launch for it.
-template <int M>
-__global__ void __launch_bounds__(32 * kWarps, min_blocks_per_sm(M))
+// Warp w takes rows R * w .. R * w + R - 1; lane l takes the 16-byte chunks l, l + 32, ... of each (all of
+// them, in registers, before the predecessor wait: programmatic dependent launch). Then the block quantises
+// the M input rows into shared memory (FORMATS.md section 3, what prepare_activation writes), after the
+// RMSNorm when asked. Each row's dot product adds its chunks in chunk order per lane and then the warp's
+// fixed shuffle tree: the same operations for any R, so the bits do not depend on R.
+template <int M, int R>
+__global__ void __launch_bounds__(32 * kWarps)
     gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                 NormInput norm) {
+  constexpr int kChunks = kLaneChunks / R;  // per row and lane
   extern __shared__ float4 smem4[];
   __shared__ float scratch[32];
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int row = blockIdx.x * kWarps + warp;
-  const bool live = row < rows;
+  const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
-  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
-  uint4 wv[kInflight];
+  uint4 wv[R][kChunks];
 #pragma unroll
-  for (int u = 0; u < kInflight; ++u) {
-    const int v = lane + 32 * u;
-    if (live && v < vecs) wv[u] = __ldcs(wrow + v);
+  for (int r = 0; r < R; ++r) {
+    const bool live = row0 + r < rows;
+    const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(live ? row0 + r : 0) * cols);
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      const int v = lane + 32 * u;
+      wv[r][u] = live && v < vecs ? __ldcs(wrow + v) : make_uint4(0, 0, 0, 0);
+    }
   }
   cuda::pdl_wait();
   cuda::pdl_trigger();
@@ -78,27 +87,24 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks_per_sm(M))
     }
   }
   __syncthreads();
-  if (!live) return;
+  if (row0 >= rows) return;
   const int scols = (cols + 127) / 128;
-  const float* srow = scale + static_cast<int64_t>(row / 128) * scols;
-  float acc[M];
+  float acc[M][R];
 #pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = 0.0f;
-  for (int v0 = lane; v0 < vecs; v0 += 32 * kInflight) {
-    if (v0 != lane) {  // the first steps' weights came in before the wait
+  for (int m = 0; m < M; ++m)
 #pragma unroll
-      for (int u = 0; u < kInflight; ++u) {
-        const int v = v0 + 32 * u;
-        if (v < vecs) wv[u] = __ldcs(wrow + v);
-      }
-    }
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
 #pragma unroll
-    for (int u = 0; u < kInflight; ++u) {
-      const int v = v0 + 32 * u;
-      if (v >= vecs) break;
+  for (int u = 0; u < kChunks; ++u) {
+    const int v = lane + 32 * u;
+    if (v >= vecs) break;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
       float f[16];
-      cuda::decode16<cuda::WFormat::Fp8Block>(wv[u], f);
-      const float sw = srow[v / 8];  // 8 vectors of 16 make one 128-column block
+      cuda::decode16<cuda::WFormat::Fp8Block>(wv[r][u], f);
+      // 8 vectors of 16 make one 128-column block; rows past the end read row 0's scales (never written).
+      const int srow = row0 + r < rows ? (row0 + r) / 128 : 0;
+      const float sw = scale[static_cast<int64_t>(srow) * scols + v / 8];
 #pragma unroll
       for (int m = 0; m < M; ++m) {
         const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
@@ -108,27 +114,29 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks_per_sm(M))
           const float4 xv = av[i];
           part += f[4 * i] * xv.x + f[4 * i + 1] * xv.y + f[4 * i + 2] * xv.z + f[4 * i + 3] * xv.w;
         }
-        acc[m] += sw * part;
+        acc[m][r] += sw * part;
       }
     }
   }
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
-    const float total = warp_sum(acc[m]);
-    if (lane == 0) y[static_cast<int64_t>(m) * rows + row] = total;
-  }
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float total = warp_sum(acc[m][r]);
+      if (lane == 0 && row0 + r < rows) y[static_cast<int64_t>(m) * rows + row0 + r] = total;
+    }
 }
 
-template <int M>
+template <int M, int R>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                  cudaStream_t s, const NormInput& norm) {
   static bool configured = false;  // set on the first (eager) call, never inside a graph capture
   if (!configured) {
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
     configured = true;
   }
-  launch_pdl(gemv_kernel<M>, blocks_for(rows, kWarps), 32 * kWarps,
+  launch_pdl(gemv_kernel<M, R>, blocks_for(rows, kWarps * R), 32 * kWarps,
              static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
 }
 
@@ -149,8 +157,15 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
           " M ", M, " unsupported");
   const NormInput n = checked_norm_input(norm, "fp8_gemv");
-  with_rows<kFp8GemvMaxM>(M,
-                          [&](auto m) { launch_gemv<decltype(m)::value>(w, scale, rows, cols, x, y, s, n); });
+  const int R = rows_per_warp(cols);
+  with_rows<kFp8GemvMaxM>(M, [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    // Four rows of three or four tokens would take more registers than two blocks per SM allow.
+    if (R == 4 && kM <= 2) return launch_gemv<kM, 4>(w, scale, rows, cols, x, y, s, n);
+    if (R == 4) return launch_gemv<kM, 2>(w, scale, rows, cols, x, y, s, n);
+    if (R == 2) return launch_gemv<kM, 2>(w, scale, rows, cols, x, y, s, n);
+    launch_gemv<kM, 1>(w, scale, rows, cols, x, y, s, n);
+  });
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
