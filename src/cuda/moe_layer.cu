@@ -249,6 +249,14 @@ bool decode_by_default() {
   return on;
 }
 
+bool stage2_combine_by_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOE_STAGE2_COMBINE");
+    return !v || std::atoi(v) != 0;
+  }();
+  return on;
+}
+
 bool fused_by_default() {
   static const bool on = [] {
     const char* v = std::getenv("MOE_FUSED");
@@ -460,8 +468,16 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // then two launches instead of three, the same bits as the GEMV. It quantises x itself.
   const bool decode_wanted = stages == StagePath::Gemv && M <= kDecodeMaxTokens &&
                              (path == GemmPath::Decode || (path == GemmPath::Auto && decode_by_default()));
-  const DecodeArgs d = decode_wanted ? decode_args(layer, ws, ra.router, act, x, g, s, out) : DecodeArgs{};
+  // Auto's default for a few tokens: the GEMV's stage 1, then the decode path's stage 2, whose last block per
+  // row tile writes the combine (one launch fewer than the GEMV path, the same bits: both stage 2s are the
+  // GEMV's dot products, and the combine adds the slots in the same order).
+  const bool tail_wanted = stages == StagePath::Gemv && !decode_wanted && path == GemmPath::Auto &&
+                           M <= kDecodeMaxTokens && prologue_fits_one_block(M, K) &&
+                           stage2_combine_by_default() && !fused_by_default();
+  const DecodeArgs d =
+      decode_wanted || tail_wanted ? decode_args(layer, ws, ra.router, act, x, g, s, out) : DecodeArgs{};
   const bool decode = decode_wanted && decode_supported(d, M);
+  const bool tail = tail_wanted && decode_supported(d, M);
   if (decode) ra.xq = nullptr;
   // The one-launch fused kernel (expert_fused.h) after the same one-block prologue, which zeroes its
   // counters.
@@ -474,6 +490,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   if (fused) {
     aa.zero_ints = ws.fused_counters.as<int>();
     aa.n_zero_ints = static_cast<int>(ws.fused_counters.bytes() / 4);
+  } else if (tail) {
+    aa.zero_ints = d.counters;
+    aa.n_zero_ints = d.num_counters;
   }
   if (prologue_fits_one_block(M, K)) {
     launch_prologue_small(ra, aa, M, stream);
@@ -506,6 +525,18 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     launch_fused(fa, stream);
     MOE_CUDA_CHECK_LAUNCH();
     mark_part("moe fused", stream);
+    return;
+  }
+
+  if (tail) {
+    launch_stage1(g, stream);
+    mark_part("moe stage 1", stream);
+    if (shared) {
+      launch_stage1(s, stream);
+      mark_part("moe shared stage 1", stream);
+    }
+    launch_decode_stage2(d, M, stream);
+    mark_part("moe stage 2+combine", stream);
     return;
   }
 

@@ -88,6 +88,10 @@ bool decode_by_default();
 // Whether Auto takes the one-launch fused kernel (expert_fused.h) for M <= kFusedMaxTokens where it applies:
 // MOE_FUSED=1 in the environment (read once); off by default until it measures faster than the GEMV.
 bool fused_by_default();
+// Whether Auto runs calls of M <= kDecodeMaxTokens as the GEMV's stage 1 and then the decode path's stage 2
+// with the combine in its last blocks (same bits as the GEMV path, one launch fewer): on unless
+// MOE_STAGE2_COMBINE=0 (read once).
+bool stage2_combine_by_default();
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).

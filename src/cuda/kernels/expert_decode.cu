@@ -225,22 +225,29 @@ bool supported_format(const DecodeArgs& a) {
          (a.experts.hidden + combine_rows<F>(a) - 1) / combine_rows<F>(a) <= a.num_counters;
 }
 
-template <WFormat F>
-void launch_format(DecodeArgs a, int M, cudaStream_t stream) {
+template <WFormat F, int STAGE>
+void launch_stage(DecodeArgs a, int M, cudaStream_t stream) {
   const int E = a.router.num_experts;
   const int slots = std::min(E, M * a.router.top_k) + (a.has_shared ? 1 : 0);
   a.combine_rows = combine_rows<F>(a);
-  auto k1 = decode_kernel<F, 1>;
-  auto k2 = decode_kernel<F, 2>;
-  const size_t smem1 = smem_bytes<F>(a, 1), smem2 = smem_bytes<F>(a, 2);
+  auto kernel = decode_kernel<F, STAGE>;
+  const size_t smem = smem_bytes<F>(a, STAGE);
   MOE_CUDA_CHECK(
-      cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem1)));
-  MOE_CUDA_CHECK(
-      cudaFuncSetAttribute(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem2)));
-  launch_overlapped(k1, dim3(slots, grid_tiles<F>(a, 1)), dim3(kThreads), smem1, stream, a, M);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  launch_overlapped(kernel, dim3(slots, grid_tiles<F>(a, STAGE)), dim3(kThreads), smem, stream, a, M);
   MOE_CUDA_CHECK_LAUNCH();
-  launch_overlapped(k2, dim3(slots, grid_tiles<F>(a, 2)), dim3(kThreads), smem2, stream, a, M);
-  MOE_CUDA_CHECK_LAUNCH();
+}
+
+template <int STAGE>
+void launch_stage_for(const DecodeArgs& a, int M, cudaStream_t stream) {
+  switch (a.experts.format) {
+    case WFormat::Bf16:
+      return launch_stage<WFormat::Bf16, STAGE>(a, M, stream);
+    case WFormat::Fp8Block:
+      return launch_stage<WFormat::Fp8Block, STAGE>(a, M, stream);
+    case WFormat::Mxfp4:
+      return launch_stage<WFormat::Mxfp4, STAGE>(a, M, stream);
+  }
 }
 
 }  // namespace
@@ -262,17 +269,12 @@ bool decode_supported(const DecodeArgs& a, int M) {
 }
 
 void launch_decode(const DecodeArgs& a, int M, cudaStream_t stream) {
-  switch (a.experts.format) {
-    case WFormat::Bf16:
-      launch_format<WFormat::Bf16>(a, M, stream);
-      break;
-    case WFormat::Fp8Block:
-      launch_format<WFormat::Fp8Block>(a, M, stream);
-      break;
-    case WFormat::Mxfp4:
-      launch_format<WFormat::Mxfp4>(a, M, stream);
-      break;
-  }
+  launch_stage_for<1>(a, M, stream);
+  launch_stage_for<2>(a, M, stream);
+}
+
+void launch_decode_stage2(const DecodeArgs& a, int M, cudaStream_t stream) {
+  launch_stage_for<2>(a, M, stream);
 }
 
 }  // namespace moe::cuda

@@ -41,5 +41,8 @@ struct DecodeArgs {
 // Whether the decode path takes this call (token count, router and shared-memory limits).
 bool decode_supported(const DecodeArgs& a, int M);
 void launch_decode(const DecodeArgs& a, int M, cudaStream_t stream);
+// Stage 2 alone, after the GEMV's stage 1 (which writes the same h, with the same bits): stage 2 and the
+// combine in one launch. The counters must be zero already (the one-block prologue zeroes them).
+void launch_decode_stage2(const DecodeArgs& a, int M, cudaStream_t stream);
 
 }  // namespace moe::cuda
