@@ -97,17 +97,18 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
   const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
   for (int t = warp; t < M; t += warps) {
-    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E,
-                         a.topk_ids + static_cast<size_t>(t) * K,
-                         a.topk_weights + static_cast<size_t>(t) * K);
-    __syncwarp();
-    if (lane < K) ids[t * K + lane] = a.topk_ids[static_cast<size_t>(t) * K + lane];
+    const int id = warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E,
+                                        a.topk_ids + static_cast<size_t>(t) * K,
+                                        a.topk_weights + static_cast<size_t>(t) * K);
+    if (lane < K) ids[t * K + lane] = id;
     if (a.shared_gate_out) warp_shared_gate(a, t);
   }
-  // Every (token, group) of the activations is quantised by some warp, in parallel.
+  // Every (token, group) of the activations is quantised by some warp, in parallel; the items are dealt
+  // from the last warp down, so the routing warps (the first M) start on them last.
   const GroupGrid grid(a.quant, a.hidden, 0);
   const int groups = grid.count();
-  for (int p = warp; p < M * groups; p += warps) warp_quantize_token_group(a, p / groups, p % groups, grid);
+  for (int p = warps - 1 - warp; p < M * groups; p += warps)
+    warp_quantize_token_group(a, p / groups, p % groups, grid);
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
   block_align(ids, al, s);

@@ -9,11 +9,12 @@
 
 namespace moe::cuda {
 
-// Writes ids[0..K) (descending selection score) and weights[0..K). kMaxExpertsPerLane * 32 >= E: instantiated
-// for 4, 8, 16 and 32 so small expert counts keep everything in registers.
+// Writes ids[0..K) (descending selection score) and weights[0..K), and returns pick `lane`'s id to lanes
+// below K (-1 to the others), so a caller needs no read-back of ids. kMaxExpertsPerLane * 32 >= E:
+// instantiated for 4, 8, 16 and 32 so small expert counts keep everything in registers.
 template <int kMaxExpertsPerLane>
-__device__ __forceinline__ void warp_route(const RouterParams& rp, const float* logits, int* ids,
-                                           float* weights) {
+__device__ __forceinline__ int warp_route(const RouterParams& rp, const float* logits, int* ids,
+                                          float* weights) {
   const int lane = threadIdx.x % 32, E = rp.num_experts, K = rp.top_k;
   float prob[kMaxExpertsPerLane], sel[kMaxExpertsPerLane];
 #pragma unroll
@@ -127,6 +128,7 @@ __device__ __forceinline__ void warp_route(const RouterParams& rp, const float* 
     ids[lane] = my_id;
     weights[lane] = w;
   }
+  return lane < K ? my_id : -1;
 }
 
 }  // namespace moe::cuda
