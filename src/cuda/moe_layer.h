@@ -89,8 +89,8 @@ bool decode_by_default();
 // MOE_FUSED=1 in the environment (read once); off by default until it measures faster than the GEMV.
 bool fused_by_default();
 // Whether Auto runs calls of M <= kDecodeMaxTokens as the GEMV's stage 1 and then the decode path's stage 2
-// with the combine in its last blocks (same bits as the GEMV path, one launch fewer): on unless
-// MOE_STAGE2_COMBINE=0 (read once).
+// with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
+// (read once); off by default, measured slower than the GEMV path on the H200.
 bool stage2_combine_by_default();
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
