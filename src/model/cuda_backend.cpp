@@ -145,9 +145,16 @@ StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) con
     v[p.off_tiles + 2 * i] = tiles[i].first;
     v[p.off_tiles + 2 * i + 1] = tiles[i].second;
   }
-  // Decode: splits of about 64 keys of the longest context this graph serves (a block of the attention
-  // takes one split of one KV head with all its query heads), at most kAttentionMaxSplits.
-  p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + 63) / 64, 1, kAttentionMaxSplits);
+  // Decode: splits of about kSplitKeys keys of the longest context this graph serves (a block of the
+  // attention takes one split of one KV head with all its query heads, 32 keys per warp and 4 warps), at most
+  // kAttentionMaxSplits. The graph's capacity is a power of two of pages, so a split holds about half to all
+  // of kSplitKeys real keys. MOE_ATTENTION_SPLIT_KEYS overrides it (to measure).
+  static const int kSplitKeys = [] {
+    const char* env = std::getenv("MOE_ATTENTION_SPLIT_KEYS");
+    return env && std::atoi(env) >= 16 ? std::atoi(env) : 128;
+  }();
+  p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + kSplitKeys - 1) / kSplitKeys, 1,
+                        kAttentionMaxSplits);
   return p;
 }
 
