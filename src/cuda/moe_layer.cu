@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_fused.h"
@@ -242,26 +243,17 @@ void MoeWorkspace::poison(cudaStream_t s) {
 }
 
 bool decode_by_default() {
-  static const bool on = [] {
-    const char* v = std::getenv("MOE_DECODE");
-    return v && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("MOE_DECODE");
   return on;
 }
 
 bool stage2_combine_by_default() {
-  static const bool on = [] {
-    const char* v = std::getenv("MOE_STAGE2_COMBINE");
-    return v && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("MOE_STAGE2_COMBINE");
   return on;
 }
 
 bool fused_by_default() {
-  static const bool on = [] {
-    const char* v = std::getenv("MOE_FUSED");
-    return v && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("MOE_FUSED");
   return on;
 }
 

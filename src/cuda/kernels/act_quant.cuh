@@ -12,16 +12,20 @@ namespace moe::cuda {
 
 // Group g of a row of n values: fp8 groups are 128 long and start `phase` into the checkpoint's grid (so the
 // first is 128 - phase long when phase > 0); mxfp4 groups are 32 long; `none` uses 128-long spans (plain
-// copies).
+// copies). Host code uses it too, to size grids by the group count.
 struct GroupGrid {
   int n, first, len;
-  __device__ __forceinline__ GroupGrid(AQuant q, int n_, int phase) : n(n_) {
+  __host__ __device__ __forceinline__ GroupGrid(AQuant q, int n_, int phase) : n(n_) {
     len = q == AQuant::Mxfp4 ? 32 : 128;
     first = (q == AQuant::Fp8 && phase > 0) ? min(n_, 128 - phase) : min(n_, len);
   }
-  __device__ __forceinline__ int count() const { return n <= first ? 1 : 1 + (n - first + len - 1) / len; }
-  __device__ __forceinline__ int begin(int g) const { return g == 0 ? 0 : first + (g - 1) * len; }
-  __device__ __forceinline__ int end(int g) const { return g == 0 ? first : min(n, first + g * len); }
+  __host__ __device__ __forceinline__ int count() const {
+    return n <= first ? 1 : 1 + (n - first + len - 1) / len;
+  }
+  __host__ __device__ __forceinline__ int begin(int g) const { return g == 0 ? 0 : first + (g - 1) * len; }
+  __host__ __device__ __forceinline__ int end(int g) const {
+    return g == 0 ? first : min(n, first + g * len);
+  }
 };
 
 // FORMATS.md section 3, fp8_1x128: a group's scale from its amax, and one value's e4m3 code under that scale.

@@ -134,9 +134,8 @@ void with_per_lane(int E, Launch&& launch) {
 }
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
-  // GroupGrid's count at phase 0; no quantisation items when no stage wants x quantised here.
-  const int group_len = a.quant == AQuant::Mxfp4 ? 32 : 128;
-  const int items = (a.xq || a.x_codes) ? M * ((a.hidden + group_len - 1) / group_len) : 0;
+  // No quantisation items when no stage wants x quantised here.
+  const int items = (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
   const int warps = std::max(M, items);
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
     launch_overlapped(route_kernel<decltype(per_lane)::value>, dim3((warps + kRouteWarps - 1) / kRouteWarps),

@@ -3,8 +3,7 @@
 // kernel: a block takes 16 query rows (a quarter of a host tile) of one sequence and one head and walks the
 // keys in chunks of 32 held in shared memory (bf16 pages widened to fp32), with an online softmax in fp32.
 // Rows past the sequence's last are computed on a clamped copy and never written.
-#include <cstdlib>
-
+#include "core/env_flag.h"
 #include "model/cuda/attention_prefill_tc.h"
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
@@ -145,10 +144,7 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
                        cudaStream_t s) {
   if (num_tiles == 0) return;
   // MOE_ATTENTION_PREFILL_CORES=1 keeps every head dim on the CUDA-core kernel (to compare the two).
-  static const bool cores_only = [] {
-    const char* v = std::getenv("MOE_ATTENTION_PREFILL_CORES");
-    return v && std::atoi(v) != 0;
-  }();
+  static const bool cores_only = env_flag("MOE_ATTENTION_PREFILL_CORES");
   if (!cores_only && prefill_tc_supports(kv.head_dim))
     return attention_prefill_tc(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
   switch (kv.head_dim) {

@@ -1,9 +1,9 @@
 #include "model/cuda/step_stamps.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 
@@ -21,8 +21,7 @@ __global__ void stamp_kernel(uint64_t* out) {
 StepStamps::StepStamps(int capacity) : stamps_(sizeof(uint64_t) * capacity), capacity_(capacity) {}
 
 bool StepStamps::requested() {
-  const char* v = std::getenv("MOE_STEP_STAMPS");
-  return v && std::atoi(v) != 0;
+  return env_flag("MOE_STEP_STAMPS");
 }
 
 void StepStamps::begin(cudaStream_t s) {
