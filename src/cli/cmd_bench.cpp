@@ -4,6 +4,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/tp_flags.h"
 #include "core/error.h"
 #include "cuda/bench.h"
 #include "model/cuda_bench.h"
@@ -22,10 +23,11 @@ std::vector<std::string> split(const std::string& s) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv,
-         {"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8", "model",
-          "random-shape", "format", "layers", "batches", "context", "prefill", "reps"},
-         {});
+  Args a(
+      argc, argv,
+      with_tp_options({"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8", "model",
+                       "random-shape", "format", "layers", "batches", "context", "prefill", "reps"}),
+      {});
   // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
   if (a.has("model") || a.has("random-shape")) {
     model::ModelBenchOptions m;
@@ -40,6 +42,7 @@ int cmd_bench(int argc, char** argv) {
     m.context = static_cast<int>(a.integer("context", m.context));
     m.prefill_tokens = static_cast<int>(a.integer("prefill", m.prefill_tokens));
     m.reps = static_cast<int>(a.integer("reps", m.reps));
+    read_tp_flags(a, m.tp);
     return model::run_model_bench(m);
   }
   cuda::BenchOptions o;

@@ -5,23 +5,21 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/tp_flags.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/runner.h"
 #include "model/token_list.h"
-#include "model/tp_plan.h"
 
 namespace moe::cli {
 
 int cmd_logits(int argc, char** argv) {
-  Args a(argc, argv, {"model", "tokens", "backend", "out", "page-size", "tp", "moe-parallel"}, {"quiet"});
+  Args a(argc, argv, with_tp_options({"model", "tokens", "backend", "out", "page-size"}), {"quiet"});
   const std::vector<int32_t> tokens = model::parse_token_list(a.required("tokens"), "--tokens");
   const std::string out = a.required("out");
   model::BackendOptions opts;
   opts.verbose = !a.flag("quiet");
-  opts.tp_size = static_cast<int>(a.integer("tp", 1));
-  require_input(opts.tp_size >= 1, "--tp must be >= 1");
-  opts.expert_parallel = model::parse_moe_parallel(a.str("moe-parallel", "tp")) == model::MoeParallel::Expert;
+  read_tp_flags(a, opts);
   opts.page_size = a.integer("page-size", opts.page_size);
   const int64_t T = static_cast<int64_t>(tokens.size());
   opts.num_pages = (T + opts.page_size - 1) / opts.page_size + 1;

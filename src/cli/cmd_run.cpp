@@ -6,18 +6,18 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/tp_flags.h"
 #include "core/error.h"
 #include "model/runner.h"
 #include "model/sampler.h"
 #include "model/token_list.h"
-#include "model/tp_plan.h"
 
 namespace moe::cli {
 
 int cmd_run(int argc, char** argv) {
   Args a(argc, argv,
-         {"model", "prompt-tokens", "max-tokens", "temperature", "top-k", "top-p", "seed", "backend", "tp",
-          "moe-parallel"},
+         with_tp_options(
+             {"model", "prompt-tokens", "max-tokens", "temperature", "top-k", "top-p", "seed", "backend"}),
          {"quiet", "ignore-eos"});
   const std::vector<int32_t> prompt = model::parse_token_list(a.required("prompt-tokens"), "--prompt-tokens");
   const int64_t max_tokens = a.integer("max-tokens", 16);
@@ -30,9 +30,7 @@ int cmd_run(int argc, char** argv) {
   model::Sampler sampler(so);
   model::BackendOptions opts;
   opts.verbose = !a.flag("quiet");
-  opts.tp_size = static_cast<int>(a.integer("tp", 1));
-  require_input(opts.tp_size >= 1, "--tp must be >= 1");
-  opts.expert_parallel = model::parse_moe_parallel(a.str("moe-parallel", "tp")) == model::MoeParallel::Expert;
+  read_tp_flags(a, opts);
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_tokens;
   opts.num_pages = (total + opts.page_size - 1) / opts.page_size + 1;
   model::ModelRunner runner(model::open_model_backend(a.required("model"), a.str("backend", "cpu"), opts));

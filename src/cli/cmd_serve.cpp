@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/tp_flags.h"
 #include "core/error.h"
 #include "serve/engine/engine.h"
 #include "serve/http/server.h"
@@ -33,9 +34,9 @@ sigset_t stop_signals() {
 
 int cmd_serve(int argc, char** argv) {
   Args a(argc, argv,
-         {"model", "tokenizer", "host", "port", "backend", "max-batch", "kv-pages", "page-size", "max-queue",
-          "context-length", "chunked-prefill-size", "served-model-name", "chat-template", "reasoning-parser",
-          "threads"},
+         with_tp_options({"model", "tokenizer", "host", "port", "backend", "max-batch", "kv-pages",
+                          "page-size", "max-queue", "context-length", "chunked-prefill-size",
+                          "served-model-name", "chat-template", "reasoning-parser", "threads"}),
          {"quiet", "no-log-requests"});
   serve::EngineOptions eo;
   eo.model_dir = a.required("model");
@@ -49,6 +50,7 @@ int cmd_serve(int argc, char** argv) {
   eo.max_context = a.integer("context-length", eo.max_context);
   eo.chunked_prefill_tokens = a.integer("chunked-prefill-size", eo.chunked_prefill_tokens);
   eo.verbose = !a.flag("quiet");
+  read_tp_flags(a, eo.backend_options);
 
   serve::http::ServerOptions so;
   so.host = a.str("host", "127.0.0.1");

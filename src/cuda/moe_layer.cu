@@ -84,15 +84,19 @@ DeviceMoeLayer::DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& 
   const layout::MoeLayerPlan& plan = rank.plan;
   tuned_ = tuned_config_or_default(plan.tuned_config_key);
   num_experts_ = static_cast<int>(plan.experts_local);
+  router_experts_ = static_cast<int>(plan.spec.num_experts);
+  expert_begin_ = static_cast<int>(plan.expert_begin);
   hidden_ = static_cast<int>(plan.spec.hidden);
-  require_input(num_experts_ <= 1024, "cuda backend: at most 1024 experts per rank, got ", num_experts_);
+  require_input(router_experts_ <= 1024, "cuda backend: at most 1024 experts, got ", router_experts_);
   require_input(cfg.router.top_k <= 32, "cuda backend: top_k above 32");
   require_input(cfg.router.n_group <= 32, "cuda backend: n_group above 32");
   check_kernel_shapes(cfg, hidden_, plan.inter, "experts");
   experts_ = upload_projection(*rank.experts, cfg.format, num_experts_, hidden_, plan.inter);
   weight_bytes_ = rank.experts->w13.nbytes() + rank.experts->w2.nbytes() + rank.experts->w13_scale.nbytes() +
                   rank.experts->w2_scale.nbytes();
-  if (rank.shared) {
+  // Under expert parallelism every rank has the shared expert's weights; rank 0 alone adds it, or the
+  // all-reduce would count it once per rank.
+  if (rank.shared && plan.par.ep_rank == 0) {
     check_kernel_shapes(cfg, hidden_, *plan.shared_inter, "shared expert");
     shared_ = upload_projection(*rank.shared, cfg.format, 1, hidden_, *plan.shared_inter);
     shared_bytes_ = rank.shared->w13.nbytes() + rank.shared->w2.nbytes() + rank.shared->w13_scale.nbytes() +
@@ -142,6 +146,8 @@ DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLay
   DeviceMoeLayer l(cfg);
   l.tuned_ = tuned_config_or_default(plan.tuned_config_key);
   l.num_experts_ = static_cast<int>(plan.experts_local);
+  l.router_experts_ = static_cast<int>(plan.spec.num_experts);
+  l.expert_begin_ = static_cast<int>(plan.expert_begin);
   l.hidden_ = static_cast<int>(plan.spec.hidden);
   check_kernel_shapes(cfg, l.hidden_, plan.inter, "experts");
   l.experts_ = random_projection(cfg.format, plan.experts, l.num_experts_, l.hidden_, plan.inter, seed,
@@ -153,7 +159,7 @@ DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLay
     fill_random(l.shared_gate_.get(), l.shared_gate_.bytes(), RandomKind::Fp32Small, seed + 20);
   }
   if (cfg.router.kind == RouterKind::SigmoidGrouped) {
-    l.router_bias_ = DeviceBuffer(static_cast<size_t>(l.num_experts_) * 4);
+    l.router_bias_ = DeviceBuffer(static_cast<size_t>(l.router_experts_) * 4);
     fill_random(l.router_bias_.get(), l.router_bias_.bytes(), RandomKind::Fp32Small, seed + 21);
   }
   MOE_CUDA_CHECK(cudaDeviceSynchronize());
@@ -402,13 +408,15 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.router = {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
                : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
                                                             : Router::SigmoidGrouped,
-               E,
+               layer.router_experts(),
                K,
                cfg.router.n_group,
                cfg.router.topk_group,
                cfg.router.renormalize,
                cfg.router.routed_scaling_factor,
-               layer.router_bias()};
+               layer.router_bias(),
+               layer.expert_begin(),
+               E};
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();

@@ -28,7 +28,11 @@ class DeviceMoeLayer {
   static DeviceMoeLayer random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed);
 
   const MoeConfig& config() const { return cfg_; }
-  int num_experts() const { return num_experts_; }
+  int num_experts() const { return num_experts_; }  // this rank's experts
+  // Expert parallelism: the router picks among all router_experts(); this rank holds
+  // [expert_begin(), expert_begin() + num_experts()). Without it, 0 and all of them.
+  int router_experts() const { return router_experts_; }
+  int expert_begin() const { return expert_begin_; }
   int hidden() const { return hidden_; }
   const DeviceProjection& experts() const { return experts_; }
   const DeviceProjection* shared() const { return shared_ ? &*shared_ : nullptr; }
@@ -42,7 +46,7 @@ class DeviceMoeLayer {
  private:
   explicit DeviceMoeLayer(const MoeConfig& cfg) : cfg_(cfg) {}
   MoeConfig cfg_;
-  int num_experts_ = 0, hidden_ = 0;
+  int num_experts_ = 0, hidden_ = 0, router_experts_ = 0, expert_begin_ = 0;
   DeviceProjection experts_;
   std::optional<DeviceProjection> shared_;
   DeviceBuffer router_bias_, shared_gate_;

@@ -11,10 +11,13 @@ enum class Router : int { SoftmaxTopk = 0, TopkSoftmax = 1, SigmoidGrouped = 2 }
 
 struct RouterParams {
   Router kind;
-  int num_experts, top_k, n_group, topk_group;
+  int num_experts, top_k, n_group, topk_group;  // num_experts: all E (the router's logits), on every rank
   bool renormalize;
   float routed_scaling_factor;
   const float* bias;  // [E] or null
+  // Expert parallelism: this rank's experts are [expert_begin, expert_begin + experts_local); routing picks
+  // over all E, then writes local ids, and -1 for a pick on another rank (its slot contributes zero here).
+  int expert_begin, experts_local;
 };
 
 // The weights of one projection pair of one rank in the engine layout (layout/plan.h):

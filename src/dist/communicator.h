@@ -28,6 +28,9 @@ class Communicator {
   // Returns once every rank has called it (NCCL: after this rank's pending work on its internal stream is
   // done).
   virtual void barrier() = 0;
+  // Whether all_reduce_sum may be recorded into a CUDA graph (NCCL: yes; anything that waits on the host
+  // inside the call: no, and a CUDA rank then runs its decode steps eagerly).
+  virtual bool graph_capturable() const { return false; }
 };
 
 }  // namespace moe::dist

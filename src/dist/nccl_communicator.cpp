@@ -52,6 +52,7 @@ class NcclCommunicator : public Communicator {
   int size() const override { return size_; }
   std::string name() const override { return str("nccl rank ", rank_, "/", size_, " on cuda:", device_); }
   void bind_thread() override { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
+  bool graph_capturable() const override { return true; }
 
   void all_reduce_sum(void* data, int64_t count, ReduceType type, void* stream) override {
     check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(type), ncclSum, comm_,

@@ -43,6 +43,10 @@ struct BackendOptions {
   // rank's shard runs in turn and the partial outputs are summed at each all-reduce point.
   int tp_size = 1;
   bool expert_parallel = false;  // MoE layers split the experts over the ranks instead of each expert's rows
+  // The cuda backend's all-reduce at tp_size > 1: "nccl" (one GPU per rank), "host" (through host memory,
+  // ranks spread over the visible GPUs, several per GPU if need be; eager decode steps: a check mode) or
+  // "auto" (nccl when there are enough GPUs, else an error that suggests host).
+  std::string tp_comm = "auto";
 };
 
 // Opens a model directory on `backend` ("cpu"; "cuda" once it exists). Throws InputError for unknown names.

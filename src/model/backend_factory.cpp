@@ -13,9 +13,10 @@ std::unique_ptr<ModelBackend> open_model_backend(const std::string& dir, const s
                 "': unknown model backend (cpu or cuda)");
   require_input(backend != "cuda" || cuda_model_backend_available(),
                 "--backend cuda: no CUDA device is visible (or this build has no CUDA)");
-  require_input(backend != "cuda" || opts.tp_size == 1,
-                "--backend cuda: tensor parallelism is CPU-only so far");
+  require_input(opts.tp_comm == "auto" || opts.tp_comm == "nccl" || opts.tp_comm == "host", "--tp-comm '",
+                opts.tp_comm, "': unknown (auto, nccl or host)");
   const auto ckpt = HfCheckpoint::open(dir, opts.verbose);
+  if (backend == "cuda" && opts.tp_size > 1) return make_cuda_tp_backend(*ckpt, opts);
   if (backend == "cuda") return make_cuda_model_backend(load_model_weights(*ckpt, opts.verbose), *ckpt, opts);
   if (opts.tp_size > 1) return make_cpu_model_backend(load_tp_rank_weights(*ckpt, opts), opts);
   return make_cpu_model_backend(load_model_weights(*ckpt, opts.verbose), opts);

@@ -30,14 +30,19 @@ int next_pow2(int v) {
 }  // namespace
 
 CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts,
-                                   const CudaBackendOptions& copts)
-    : m_(std::move(model)), copts_(copts), page_size_(opts.page_size), num_pages_(opts.num_pages) {
+                                   const CudaBackendOptions& copts, dist::Communicator* comm)
+    : m_(std::move(model)),
+      copts_(copts),
+      comm_(comm && comm->size() > 1 ? comm : nullptr),
+      page_size_(opts.page_size),
+      num_pages_(opts.num_pages) {
+  if (comm_ && !comm_->graph_capturable()) copts_.use_graphs = false;
   const ModelSpec& s = m_.spec;
   require_input(s.qk_norm != QkNorm::WholeProjection, "cuda backend: ", family_name(s.family),
                 " (q/k norm over the whole projection) is not supported yet");
   require_input(!s.hf.attention_bias, "cuda backend: attention biases are not supported");
-  require_input(s.heads % s.kv_heads == 0, "cuda backend: heads ", s.heads, " not a multiple of kv heads ",
-                s.kv_heads);
+  require_input(m_.heads > 0 && m_.kv_heads > 0 && m_.heads % m_.kv_heads == 0, "cuda backend: heads ",
+                m_.heads, " not a multiple of kv heads ", m_.kv_heads);
   require_input(page_size_ > 0 && num_pages_ > 0, "cuda backend: bad KV pool (", num_pages_, " pages of ",
                 page_size_, ")");
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
@@ -52,7 +57,7 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   // One extra page at the end: padding rows of a padded decode batch write and read only there.
   kv_ = KvCacheDev{nullptr, static_cast<int>(page_size_), static_cast<int>(num_pages_ + 1),
-                   static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim)};
+                   static_cast<int>(m_.kv_heads), static_cast<int>(s.head_dim)};
   kv_data_ = cuda::DeviceBuffer(static_cast<size_t>(s.layers * kv_.layer_stride()) * 2);
   kv_.data = kv_data_.as<uint16_t>();
   kv_data_.poison(stream_);  // NaN: a read of a slot nothing wrote poisons the logits
@@ -67,7 +72,7 @@ CudaModelBackend::~CudaModelBackend() {
 }
 
 size_t CudaModelBackend::kv_bytes_per_token() const {
-  return static_cast<size_t>(m_.spec.layers * 2 * m_.spec.kv_dim()) * 2;
+  return static_cast<size_t>(m_.spec.layers * 2 * m_.kv_dim()) * 2;
 }
 
 StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) const {
@@ -166,8 +171,8 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (auto& [key, exec] : graphs_) MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   graphs_.clear();
-  const size_t H = static_cast<size_t>(s.hidden), qd = static_cast<size_t>(s.q_dim());
-  const size_t I = static_cast<size_t>(s.hf.intermediate_size), E = static_cast<size_t>(s.hf.num_experts);
+  const size_t H = static_cast<size_t>(s.hidden), qd = static_cast<size_t>(m_.q_dim());
+  const size_t I = static_cast<size_t>(m_.dense_intermediate), E = static_cast<size_t>(s.hf.num_experts);
   const bool dense =
       std::any_of(m_.layers.begin(), m_.layers.end(), [](const DeviceLayer& l) { return !l.moe; });
   if (grow_rows) {
@@ -178,7 +183,7 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
     x_spare_ = cuda::DeviceBuffer(n * H * 4);
     xn_f32_ = cuda::DeviceBuffer(n * H * 4);
     xn_bf16_ = cuda::DeviceBuffer(n * H * 2);
-    qkv_ = cuda::DeviceBuffer(n * (qd + 2 * static_cast<size_t>(s.kv_dim())) * 4);
+    qkv_ = cuda::DeviceBuffer(n * (qd + 2 * static_cast<size_t>(m_.kv_dim())) * 4);
     q_ = cuda::DeviceBuffer(n * qd * 4);
     ctx_f32_ = cuda::DeviceBuffer(n * qd * 4);
     ctx_bf16_ = cuda::DeviceBuffer(n * qd * 2);
@@ -206,11 +211,11 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
   }
   if (grow_batch) {
     cap_batch_ = std::max(p.B, std::max(64, cap_batch_));
-    partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(s.heads) *
+    partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(m_.heads) *
                                   kAttentionMaxSplits * static_cast<size_t>(s.head_dim + 2) * 4);
     attn_counters_ =
         cuda::DeviceBuffer(static_cast<size_t>(attention_decode_counters(
-                               cap_batch_, static_cast<int>(s.heads), static_cast<int>(s.kv_heads))) *
+                               cap_batch_, static_cast<int>(m_.heads), static_cast<int>(m_.kv_heads))) *
                            4);
   }
   if (grow_ints) {
@@ -232,6 +237,10 @@ StepMetaDev CudaModelBackend::meta_of(const StepPlan& p) const {
   const int32_t* d = meta_.as<int32_t>();
   return StepMetaDev{
       d, d + p.off_seq, d + p.off_pos, d + p.off_len, d + p.off_first, d + p.off_pages, p.max_pages};
+}
+
+void CudaModelBackend::all_reduce(void* data, int64_t count, dist::ReduceType type) {
+  if (comm_) comm_->all_reduce_sum(data, count, type, stream_);
 }
 
 bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
@@ -261,7 +270,8 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
 
 void CudaModelBackend::run_step(const StepPlan& p) {
   const ModelSpec& s = m_.spec;
-  const int N = p.N, H = static_cast<int>(s.hidden), heads = static_cast<int>(s.heads);
+  const int N = p.N, H = static_cast<int>(s.hidden), heads = static_cast<int>(m_.heads),
+            kv_heads = static_cast<int>(m_.kv_heads);
   const float eps = s.rms_eps;
   const StepMetaDev meta = meta_of(p);
   const auto mark = [&](const char* part) {
@@ -290,12 +300,12 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
     }
     mark("norm+qkv");
-    qk_norm_rope_store(
-        qkv_.as<float>(), N, heads, static_cast<int>(s.kv_heads), static_cast<int>(s.head_dim),
-        L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr, L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr,
-        eps, m_.inv_freq.as<float>(), m_.attention_scaling, meta, kv_, li, q_.as<float>(),
-        p.decode ? attn_counters_.as<int>() : nullptr,
-        p.decode ? attention_decode_counters(p.B, heads, static_cast<int>(s.kv_heads)) : 0, stream_);
+    qk_norm_rope_store(qkv_.as<float>(), N, heads, kv_heads, static_cast<int>(s.head_dim),
+                       L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr,
+                       L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr, eps, m_.inv_freq.as<float>(),
+                       m_.attention_scaling, meta, kv_, li, q_.as<float>(),
+                       p.decode ? attn_counters_.as<int>() : nullptr,
+                       p.decode ? attention_decode_counters(p.B, heads, kv_heads) : 0, stream_);
     mark("qk-norm+rope+kv");
     if (p.decode)
       attention_decode(q_.as<float>(), meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
@@ -306,19 +316,23 @@ void CudaModelBackend::run_step(const StepPlan& p) {
     mark("attention");
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
     mark("o_proj");
+    if (comm_) {
+      all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
+      mark("all-reduce (attention)");
+    }
     const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
     if (router_norms) {
       // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
       const NormInput in{x,       y_.as<float>(),         nullptr, L.post_norm.as<float>(), eps,
                          x_spare, xn_bf16_.as<uint16_t>()};
-      f32_gemv(L.router.as<float>(), L.moe->num_experts(), H, nullptr, N, router_logits_.as<float>(), stream_,
-               &in);
+      f32_gemv(L.router.as<float>(), L.moe->router_experts(), H, nullptr, N, router_logits_.as<float>(),
+               stream_, &in);
       std::swap(x, x_spare);
     } else {
       rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
                xn_bf16_.as<uint16_t>(), stream_);
       if (L.moe)
-        gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->num_experts(),
+        gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->router_experts(),
                   router_logits_.as<float>(), stream_);
     }
     mark("norm+router");
@@ -328,11 +342,16 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       pending_f32 = nullptr;
       pending_bf16 = moe_out_.as<uint16_t>();
       last_moe_rows_ = N;  // the op stamps its own parts
+      if (comm_) {
+        all_reduce(moe_out_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::BF16);
+        mark("all-reduce (moe)");
+      }
     } else {
       const int I = L.down.cols;
       linear(L.gate_up, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, gate_up_.as<float>());
       silu_mul(gate_up_.as<float>(), N, I, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), stream_);
       linear(L.down, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), N, y_.as<float>());
+      if (comm_) all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
       pending_f32 = y_.as<float>();
       pending_bf16 = nullptr;
       mark("dense mlp");
@@ -436,7 +455,9 @@ int CudaModelBackend::last_step_unique_experts() {
   MOE_CUDA_CHECK(
       cudaMemcpyAsync(ids.data(), moe_ws_->topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost, stream_));
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return static_cast<int>(std::set<int32_t>(ids.begin(), ids.end()).size());
+  std::set<int32_t> unique(ids.begin(), ids.end());
+  unique.erase(-1);  // expert parallelism: slots on another rank's experts
+  return static_cast<int>(unique.size());
 }
 
 void CudaModelBackend::fill_kv_random(uint64_t seed) {

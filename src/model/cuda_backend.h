@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "io/hf_checkpoint.h"
 #include "io/tensor_source.h"
 #include "model/backend.h"
 #include "model/weights.h"
@@ -19,6 +20,12 @@ struct CudaBackendOptions {
 
 // True when a CUDA device is visible (and this build has CUDA).
 bool cuda_model_backend_available();
+
+// Tensor parallelism on GPUs (docs/tensor-parallel.md): one CudaModelBackend per rank, built from the rank's
+// shard of `ckpt`, with the all-reduce opts.tp_comm names; forward runs every rank on its own thread and
+// returns rank 0's logits.
+std::unique_ptr<ModelBackend> make_cuda_tp_backend(const HfCheckpoint& ckpt, const BackendOptions& opts,
+                                                   const CudaBackendOptions& cuda_opts = {});
 
 // Uploads `weights`; fp8 linears also read their codes and scales from `ckpt`.
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,

@@ -10,6 +10,7 @@
 #include "cuda/read_bandwidth.h"
 #include "io/hf_checkpoint.h"
 #include "model/cuda/cuda_model_backend.h"
+#include "model/cuda/tp_model_backend.h"
 #include "model/gen_model.h"
 
 namespace moe::model {
@@ -83,8 +84,21 @@ int run_model_bench(const ModelBenchOptions& o) {
   bo.num_pages =
       std::max<int64_t>(max_batch * pages_per_seq, (o.prefill_tokens + bo.page_size - 1) / bo.page_size);
   std::unique_ptr<gpu::CudaModelBackend> backend;
+  std::unique_ptr<gpu::TpCudaBackend> tp;  // --tp N: every rank's backend; `lead` is rank 0
   std::string label;
-  if (!o.model_dir.empty()) {
+  require_input(o.tp.tp_size == 1 || !o.model_dir.empty(), "moe bench: --tp needs --model DIR");
+  if (o.tp.tp_size > 1) {
+    BackendOptions tbo = o.tp;
+    tbo.page_size = bo.page_size;
+    tbo.num_pages = bo.num_pages;
+    tbo.verbose = true;
+    tp = std::make_unique<gpu::TpCudaBackend>(*HfCheckpoint::open(o.model_dir, true), tbo,
+                                              CudaBackendOptions{});
+    label = str(o.model_dir, " at ", tp->name(),
+                tp->graph_capturable()
+                    ? ""
+                    : "; host-staged ranks share GPUs and wait on the host: not a speed figure");
+  } else if (!o.model_dir.empty()) {
     const auto ckpt = HfCheckpoint::open(o.model_dir, true);
     const ModelWeights w = load_model_weights(*ckpt, true);
     backend = std::make_unique<gpu::CudaModelBackend>(gpu::upload_model(w, *ckpt), bo, CudaBackendOptions{});
@@ -99,12 +113,19 @@ int run_model_bench(const ModelBenchOptions& o) {
                                                       CudaBackendOptions{});
     label = o.random_shape + " " + o.format + " (random)";
   }
-  backend->fill_kv_random(3);
+  gpu::CudaModelBackend& lead = tp ? tp->rank(0) : *backend;
+  const auto time_step = [&](const std::vector<StepSequence>& batch, int reps) {
+    return tp ? tp->time_step_ms(batch, reps) : backend->time_step_ms(batch, reps);
+  };
+  if (tp)
+    tp->fill_kv_random(3);
+  else
+    backend->fill_kv_random(3);
   std::fprintf(stderr, "moe bench: measuring read bandwidth...\n");
   const double bw = cuda::measure_read_bandwidth();
-  const ModelSpec& s = backend->spec();
-  const Bytes wb = weight_bytes(backend->model());
-  const double kv_tok = static_cast<double>(backend->kv_bytes_per_token());
+  const ModelSpec& s = lead.spec();
+  const Bytes wb = weight_bytes(lead.model());
+  const double kv_tok = static_cast<double>(lead.kv_bytes_per_token());
   std::printf("# %s: %ld layers; read bandwidth %.0f GB/s; non-expert weights %.2f GB, experts %.2f GB\n",
               label.c_str(), static_cast<long>(s.layers), bw / 1e9, wb.dense / 1e9, wb.all_experts / 1e9);
   std::printf("%-8s %6s %8s %12s %12s %7s %8s %12s\n", "step", "batch", "context", "ms/step", "floor_ms",
@@ -118,8 +139,8 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (int64_t i = 0; i < pages_per_seq; ++i)
         q.page_table.push_back(static_cast<int32_t>(b * pages_per_seq + i));
     }
-    const double ms = backend->time_step_ms(batch, o.reps);
-    const int experts = backend->last_step_unique_experts();
+    const double ms = time_step(batch, o.reps);
+    const int experts = lead.last_step_unique_experts();
     const double bytes = wb.dense + wb.per_expert * experts * wb.moe_layers + kv_tok * B * (o.context + 1);
     const double floor_ms = bytes / bw * 1e3;
     std::printf("%-8s %6d %8d %12.3f %12.3f %7.2f %8d %12.0f\n", "decode", B, o.context, ms, floor_ms,
@@ -132,8 +153,8 @@ int run_model_bench(const ModelBenchOptions& o) {
       q.tokens.push_back(static_cast<int32_t>((7 + 97 * t) % s.vocab));
     for (int64_t i = 0; i < (o.prefill_tokens + bo.page_size - 1) / bo.page_size; ++i)
       q.page_table.push_back(static_cast<int32_t>(i));
-    const double ms = backend->time_step_ms({q}, 3);
-    const int experts = backend->last_step_unique_experts();
+    const double ms = time_step({q}, 3);
+    const int experts = lead.last_step_unique_experts();
     const double bytes = wb.dense + wb.per_expert * experts * wb.moe_layers + kv_tok * o.prefill_tokens;
     const double floor_ms = bytes / bw * 1e3;
     std::printf("%-8s %6d %8d %12.3f %12.3f %7.2f %8d %12.0f\n", "prefill", 1, o.prefill_tokens, ms, floor_ms,

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/backend.h"
+
 namespace moe::model {
 
 struct ModelBenchOptions {
@@ -17,6 +19,9 @@ struct ModelBenchOptions {
   int context = 512;  // cached tokens per sequence before the timed decode step
   int prefill_tokens = 2048;
   int reps = 20;
+  // --model only: tp.tp_size > 1 times the tensor-parallel backend (tp_size, expert_parallel, tp_comm; the
+  // page fields are the bench's own). Floors are rank 0's bytes: every rank reads its shard at once.
+  BackendOptions tp;
 };
 
 int run_model_bench(const ModelBenchOptions& opts);

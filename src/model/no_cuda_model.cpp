@@ -14,6 +14,11 @@ std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights&, const
   fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");
 }
 
+std::unique_ptr<ModelBackend> make_cuda_tp_backend(const HfCheckpoint&, const BackendOptions&,
+                                                   const CudaBackendOptions&) {
+  fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");
+}
+
 int run_model_bench(const ModelBenchOptions&) {
   fail_input("moe bench: this build of moe has no CUDA backend (nvcc was not found at configure time)");
 }

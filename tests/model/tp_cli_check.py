@@ -55,6 +55,10 @@ def main():
                             "--quiet"], capture_output=True, text=True)
         if r.returncode != 2 or "--moe-parallel" not in r.stderr:
             failures.append(f"--moe-parallel xx: exit {r.returncode}, stderr {r.stderr.strip()!r}")
+        r = subprocess.run([args.moe, "run", "--model", model, "--prompt-tokens", "1", "--tp", "2", "--tp-comm", "xx",
+                            "--quiet"], capture_output=True, text=True)
+        if r.returncode != 2 or "--tp-comm 'xx': unknown" not in r.stderr:
+            failures.append(f"--tp-comm xx: exit {r.returncode}, stderr {r.stderr.strip()!r}")
     for f in failures:
         print("FAIL:", f)
     print(f"greedy tokens TP 1: {want}")

@@ -227,7 +227,7 @@ bool supported_format(const DecodeArgs& a) {
 
 template <WFormat F, int STAGE>
 void launch_stage(DecodeArgs a, int M, cudaStream_t stream) {
-  const int E = a.router.num_experts;
+  const int E = a.router.experts_local;
   const int slots = std::min(E, M * a.router.top_k) + (a.has_shared ? 1 : 0);
   a.combine_rows = combine_rows<F>(a);
   auto kernel = decode_kernel<F, STAGE>;

@@ -9,9 +9,10 @@
 
 namespace moe::cuda {
 
-// Writes ids[0..K) (descending selection score) and weights[0..K), and returns pick `lane`'s id to lanes
-// below K (-1 to the others), so a caller needs no read-back of ids. kMaxExpertsPerLane * 32 >= E:
-// instantiated for 4, 8, 16 and 32 so small expert counts keep everything in registers.
+// Writes ids[0..K) (descending selection score; local ids, -1 for another rank's expert) and weights[0..K),
+// and returns pick `lane`'s id to lanes below K (-1 to the others), so a caller needs no read-back of ids.
+// kMaxExpertsPerLane * 32 >= E: instantiated for 4, 8, 16 and 32 so small expert counts keep everything in
+// registers.
 template <int kMaxExpertsPerLane>
 __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* logits, int* ids,
                                           float* weights) {
@@ -124,6 +125,9 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
     w = rp.renormalize ? my_p / s : my_p;
     if (rp.kind == Router::SigmoidGrouped) w *= rp.routed_scaling_factor;
   }
+  // Weights over all E picks (above), ids local to this rank (expert parallelism; the identity otherwise).
+  const int local = my_id - rp.expert_begin;
+  my_id = local >= 0 && local < rp.experts_local ? local : -1;
   if (lane < K) {
     ids[lane] = my_id;
     weights[lane] = w;

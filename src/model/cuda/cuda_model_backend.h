@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "model/backend.h"
 #include "model/cuda/device_model.h"
 #include "model/cuda/gemm.h"
@@ -28,7 +29,11 @@ struct StepPlan {
 
 class CudaModelBackend : public ModelBackend {
  public:
-  CudaModelBackend(DeviceModel model, const BackendOptions& opts, const CudaBackendOptions& cuda_opts);
+  // `comm` (not owned; null at TP 1): the model is one tensor-parallel rank's shard, and the partial outputs
+  // of o_proj, the dense MLP and the MoE combine are summed over the ranks through it. A communicator that
+  // cannot be captured in a graph turns the decode graphs off.
+  CudaModelBackend(DeviceModel model, const BackendOptions& opts, const CudaBackendOptions& cuda_opts,
+                   dist::Communicator* comm = nullptr);
   ~CudaModelBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -58,9 +63,12 @@ class CudaModelBackend : public ModelBackend {
   // Whether `linear` takes the fp8 GEMV for M rows (which can also do the RMSNorm before it).
   bool takes_fp8_gemv(const DeviceLinear& L, int M) const;
   StepMetaDev meta_of(const StepPlan& p) const;
+  // The sum over the ranks of data[0, count), in place, on the step's stream (nothing at TP 1).
+  void all_reduce(void* data, int64_t count, dist::ReduceType type);
 
   DeviceModel m_;
   CudaBackendOptions copts_;
+  dist::Communicator* comm_ = nullptr;
   int64_t page_size_, num_pages_;
   cudaStream_t stream_ = nullptr;
   Gemm gemm_;

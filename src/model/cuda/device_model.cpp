@@ -52,9 +52,11 @@ DeviceLinear stack_linears(const std::vector<const Linear*>& parts, const Tensor
     require(p->cols == d.cols && (p->format == WeightFormat::Fp8Block) == d.fp8,
             "cuda backend: cannot stack '", p->name, "' with '", parts[0]->name,
             "' (input size or format differ)");
-    require_input(p->act_group_phase == 0, "cuda backend: '", p->name,
-                  "' is a tensor-parallel shard whose input starts inside a 1x128 activation group (phase ",
-                  p->act_group_phase, "): not supported on the GPU yet");
+    // Only fp8 linears quantise their input in 1x128 groups; a bf16 shard may start anywhere.
+    require_input(
+        p->format != WeightFormat::Fp8Block || p->act_group_phase == 0, "cuda backend: '", p->name,
+        "' is a tensor-parallel fp8 shard whose input starts inside a 1x128 activation group (phase ",
+        p->act_group_phase, "): not supported on the GPU yet");
     d.rows += static_cast<int>(p->rows);
     all.insert(all.end(), p->weight.begin(), p->weight.end());
   }
@@ -130,7 +132,11 @@ size_t DeviceLinear::decode_bytes() const {
 DeviceModel upload_model(const ModelWeights& w, const TensorSource& ckpt) {
   DeviceModel m;
   m.spec = w.spec;
+  m.heads = w.shard.attn.heads;
+  m.kv_heads = w.shard.attn.kv_heads;
   const ModelSpec& s = m.spec;
+  require(m.heads > 0 && m.kv_heads > 0 && !w.embed.empty(), "cuda backend: rank ", w.shard.tp_rank,
+          " weights lack their head counts or the replicated embeddings");
   m.embed = upload_bf16(w.embed);
   m.final_norm = upload_vector(w.final_norm);
   set_rope(m);
@@ -155,6 +161,7 @@ DeviceModel upload_model(const ModelWeights& w, const TensorSource& ckpt) {
     } else {
       d.gate_up = stack_linears({&L.dense->gate, &L.dense->up}, ckpt);
       d.down = stack_linears({&L.dense->down}, ckpt);
+      m.dense_intermediate = std::max<int64_t>(m.dense_intermediate, d.down.cols);
     }
     m.layers.push_back(std::move(d));
   }
@@ -168,6 +175,8 @@ DeviceModel random_device_model(const ModelSpec& spec, WeightFormat format, uint
   const bool fp8 = format == WeightFormat::Fp8Block;
   DeviceModel m;
   m.spec = spec;
+  m.heads = spec.heads;
+  m.kv_heads = spec.kv_heads;
   const ModelSpec& s = m.spec;
   const HfModelConfig& cfg = s.hf;
   m.embed = cuda::DeviceBuffer(static_cast<size_t>(s.vocab * s.hidden) * 2);
@@ -193,6 +202,7 @@ DeviceModel random_device_model(const ModelSpec& spec, WeightFormat format, uint
     } else {
       d.gate_up = random_linear(2 * cfg.intermediate_size, s.hidden, fp8, ls + 5);
       d.down = random_linear(s.hidden, cfg.intermediate_size, fp8, ls + 6);
+      m.dense_intermediate = cfg.intermediate_size;
     }
     m.layers.push_back(std::move(d));
   }

@@ -40,15 +40,20 @@ struct DeviceLayer {
 };
 
 struct DeviceModel {
-  ModelSpec spec;
+  ModelSpec spec;  // the whole model's dims (also on a tensor-parallel rank)
+  // This rank's attention heads (the whole model's at TP 1): q/k/v, attention and the KV pages use these.
+  int64_t heads = 0, kv_heads = 0;
+  int64_t q_dim() const { return heads * spec.head_dim; }
+  int64_t kv_dim() const { return kv_heads * spec.head_dim; }
+  int64_t dense_intermediate = 0;                  // this rank's dense MLP rows (0 without dense layers)
   cuda::DeviceBuffer embed, final_norm, inv_freq;  // bf16 [V, H]; fp32 [H]; fp32 [head_dim / 2]
   float attention_scaling = 1.0f;
   DeviceLinear lm_head;
   std::vector<DeviceLayer> layers;
 };
 
-// Uploads `w`. For fp8 linears the raw codes and scales are read again from `ckpt` (w holds them
-// dequantised).
+// Uploads `w` (the whole model, or one tensor-parallel rank's shard: w.shard). For fp8 linears the raw codes
+// and scales are read again from `ckpt` (w holds them dequantised).
 DeviceModel upload_model(const ModelWeights& w, const TensorSource& ckpt);
 
 // Random weights of `spec`'s shapes made on the GPU (nothing on the host): bf16 or fp8 block linears and

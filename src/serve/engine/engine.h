@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "model/backend.h"
 #include "serve/engine/engine_api.h"
 
 namespace moe::serve {
@@ -22,6 +23,8 @@ struct EngineOptions {
   int64_t chunked_prefill_tokens = 2048;  // prompt tokens processed per step (decodes come on top)
   int64_t max_context = 0;  // 0: config.json's max_position_embeddings; always capped by the KV capacity
   bool verbose = false;     // model loading progress on stderr
+  // Tensor parallelism (tp_size, expert_parallel, tp_comm); the page and loading fields come from above.
+  model::BackendOptions backend_options;
 };
 
 // Event details the interface leaves open:

@@ -368,7 +368,7 @@ std::unique_ptr<Engine> make_engine(const EngineOptions& opts) {
                 opts.chunked_prefill_tokens);
   require_input(opts.kv_pages >= 1 && opts.page_size >= 1, "kv_pages (", opts.kv_pages, ") and page_size (",
                 opts.page_size, ") must be >= 1");
-  model::BackendOptions bo;
+  model::BackendOptions bo = opts.backend_options;
   bo.page_size = opts.page_size;
   bo.num_pages = opts.kv_pages;
   bo.verbose = opts.verbose;
