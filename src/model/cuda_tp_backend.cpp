@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
-#include "dist/launch.h"
 #include "dist/staged_communicator.h"
 #include "model/cuda/tp_model_backend.h"
 #include "model/tp_weights.h"
@@ -76,10 +75,12 @@ TpCudaBackend::TpCudaBackend(const HfCheckpoint& ckpt, const BackendOptions& opt
     ranks_.push_back(std::make_unique<CudaModelBackend>(upload_model(w, ckpt), opts, cuda_opts,
                                                         comms_[static_cast<size_t>(r)].get()));
   }
+  workers_ = std::make_unique<dist::RankWorkers>(comms_);
   name_ = str("cuda tp ", N, " (", kind, ", ", opts.expert_parallel ? "ep" : "tp", " experts)");
 }
 
 TpCudaBackend::~TpCudaBackend() {
+  workers_.reset();
   for (size_t r = 0; r < ranks_.size(); ++r) {
     cudaSetDevice(devices_[r]);  // each rank's buffers, streams and graphs are freed on its own GPU
     ranks_[r].reset();
@@ -88,7 +89,7 @@ TpCudaBackend::~TpCudaBackend() {
 
 std::vector<float> TpCudaBackend::forward(const std::vector<StepSequence>& batch) {
   std::vector<float> out;
-  dist::run_ranks(comms_, [&](dist::Communicator& c) {
+  workers_->run([&](dist::Communicator& c) {
     std::vector<float> logits = ranks_[static_cast<size_t>(c.rank())]->forward(batch);
     if (c.rank() == 0) out = std::move(logits);
   });
@@ -111,7 +112,7 @@ void TpCudaBackend::fill_kv_random(uint64_t seed) {
 
 double TpCudaBackend::time_step_ms(const std::vector<StepSequence>& batch, int reps) {
   double ms = 0;
-  dist::run_ranks(comms_, [&](dist::Communicator& c) {
+  workers_->run([&](dist::Communicator& c) {
     const double t = ranks_[static_cast<size_t>(c.rank())]->time_step_ms(batch, reps);
     if (c.rank() == 0) ms = t;
   });

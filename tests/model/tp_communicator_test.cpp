@@ -6,12 +6,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/codecs.h"
 #include "core/error.h"
 #include "dist/host_communicator.h"
 #include "dist/launch.h"
+#include "dist/rank_workers.h"
 #include "layout/tp_runner.h"
 #include "model/mlp.h"
 #include "moe/case_file.h"
@@ -87,6 +89,40 @@ TEST(host_communicator, MismatchedCallsThrowOnEveryRank) {
 
 // The launch skeleton with real rank work: each thread owns one rank's fp8 MoE shard (I = 768 at TP 4: 192
 // rows per rank, odd ranks 64 rows into a scale block), computes its partial combine and all-reduces it.
+// The persistent rank threads: every job runs on every rank, each rank always on the same thread, collectives
+// work across jobs, and a job that throws on some ranks rethrows the lowest rank's error after all finished.
+TEST(rank_workers, RunJobsOnTheSameThreadsAndRethrowTheLowestRank) {
+  const int size = 4;
+  const auto comms = make_host_communicators(size);
+  RankWorkers workers(comms);
+  std::vector<std::thread::id> first(size);
+  for (int job = 0; job < 50; ++job) {
+    std::vector<float> sums(size);
+    workers.run([&](Communicator& c) {
+      const auto r = static_cast<size_t>(c.rank());
+      if (job == 0) first[r] = std::this_thread::get_id();
+      EXPECT_EQ(first[r], std::this_thread::get_id()) << "rank " << r << " job " << job;
+      float v = static_cast<float>(c.rank() + job);
+      c.all_reduce_sum(&v, 1, ReduceType::F32, nullptr);
+      sums[r] = v;
+    });
+    for (float v : sums) EXPECT_EQ(v, static_cast<float>(0 + 1 + 2 + 3 + 4 * job));
+  }
+  try {
+    workers.run([&](Communicator& c) {
+      if (c.rank() >= 2) fail_input("rank ", c.rank(), " failed");
+    });
+    FAIL() << "no exception";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "rank 2 failed");
+  }
+  int ran = 0;
+  workers.run([&](Communicator& c) {
+    if (c.rank() == 0) ran = 1;
+  });
+  EXPECT_EQ(ran, 1) << "the workers keep serving after a job that threw";
+}
+
 TEST(run_ranks, ThreadedMoeRanksEqualSimulatedSum) {
   CaseSpec spec;
   spec.config.format = WeightFormat::Fp8Block;

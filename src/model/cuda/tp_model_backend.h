@@ -2,12 +2,14 @@
 // Tensor parallelism on GPUs (docs/tensor-parallel.md): one CudaModelBackend per rank, each built from its
 // rank's shard of the checkpoint on its GPU, tied together by a communicator per rank (NCCL, or host-staged
 // when ranks share GPUs). The host scheduler stays single: forward hands the step to every rank on its own
-// thread (dist::run_ranks) and returns rank 0's logits (every rank computes the same replicated lm_head).
+// thread (dist::RankWorkers: persistent, one per rank) and returns rank 0's logits (every rank computes the
+// same replicated lm_head).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/communicator.h"
+#include "dist/rank_workers.h"
 #include "io/hf_checkpoint.h"
 #include "model/cuda/cuda_model_backend.h"
 
@@ -38,6 +40,7 @@ class TpCudaBackend : public ModelBackend {
   std::vector<int> devices_;  // rank r's GPU
   std::vector<std::unique_ptr<dist::Communicator>> comms_;
   std::vector<std::unique_ptr<CudaModelBackend>> ranks_;
+  std::unique_ptr<dist::RankWorkers> workers_;  // after comms_: stopped before they go
   std::string name_;
 };
 
