@@ -20,18 +20,19 @@ const Command kCommands[] = {
     {"bench", moe::cli::cmd_bench,
      "fused MoE GPU benchmark: [--shapes qwen3-30b-a3b,...] [--formats fp8_block,bf16] [--M 1,2,4,...] "
      "[--paths auto,gemv,stream,mma,decode,fused] "
-     "[--json F]"},
+     "[--json F]; the whole model: --random-shape NAME [--format F] | --model DIR [--tp N ...] "
+     "[--batches 1,8,64] [--context N] [--prefill N]"},
     {"gen-case", moe::cli::cmd_gen_case,
      "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] "
      "[--I] ..."},
     {"inspect", moe::cli::cmd_inspect,
      "a checkpoint's per-layer plan, tuned configs and tensor validation: --model DIR [--tp N]"},
     {"logits", moe::cli::cmd_logits,
-     "one prefill: --model DIR --tokens 1,2,3 [--backend cpu] --out FILE.safetensors (logits [T,V], "
-     "input_ids)"},
+     "one prefill: --model DIR --tokens 1,2,3 [--backend cpu|cuda] [--tp N] [--moe-parallel tp|ep] "
+     "[--tp-comm auto|nccl|host] --out FILE.safetensors (logits [T,V], input_ids)"},
     {"run", moe::cli::cmd_run,
      "generate: --model DIR --prompt-tokens 1,2,3 --max-tokens N [--temperature T] [--top-k K] [--top-p P] "
-     "[--seed S]"},
+     "[--seed S] [--backend cpu|cuda] [--tp N] [--moe-parallel tp|ep] [--tp-comm auto|nccl|host]"},
     {"gen-model", moe::cli::cmd_gen_model,
      "random checkpoint: --out DIR [--shape tiny|small|qwen3-30b-a3b|qwen3-235b-a22b] [--format "
      "bf16|fp8_block] "
@@ -39,8 +40,8 @@ const Command kCommands[] = {
 #ifdef MOE_HAVE_SERVE
     {"serve", moe::cli::cmd_serve,
      "OpenAI-compatible HTTP server: --model DIR [--host 127.0.0.1] [--port 30000] [--backend cpu|cuda] "
-     "[--max-batch N] [--kv-pages N] [--page-size N] [--served-model-name NAME] [--chat-template FILE] "
-     "[--reasoning-parser auto|qwen3|none]"},
+     "[--tp N] [--moe-parallel tp|ep] [--tp-comm auto|nccl|host] [--max-batch N] [--kv-pages N] "
+     "[--page-size N] [--served-model-name NAME] [--chat-template FILE] [--reasoning-parser auto|qwen3|none]"},
     {"bench-serve", moe::cli::cmd_bench_serve,
      "(also `bench serve`) load a running server: [--base-url URL] [--num-prompts N] [--request-rate R|inf] "
      "[--max-concurrency C] [--random-input-len L] [--random-output-len L] [--random-range-ratio R] "
