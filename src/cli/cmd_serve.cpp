@@ -67,8 +67,10 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "serve: loading %s (backend %s, %lld KV pages of %lld tokens)\n", eo.model_dir.c_str(),
-               eo.backend.c_str(), static_cast<long long>(eo.kv_pages), static_cast<long long>(eo.page_size));
+  std::fprintf(stderr, "serve: loading %s (backend %s, tp %d%s, %lld KV pages of %lld tokens)\n",
+               eo.model_dir.c_str(), eo.backend.c_str(), eo.backend_options.tp_size,
+               eo.backend_options.expert_parallel ? " ep" : "", static_cast<long long>(eo.kv_pages),
+               static_cast<long long>(eo.page_size));
   std::unique_ptr<serve::Engine> engine = serve::make_engine(eo);
   serve::http::HttpServer server(*engine, so);
   const int port = server.bind();
