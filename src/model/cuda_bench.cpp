@@ -113,14 +113,15 @@ int run_model_bench(const ModelBenchOptions& o) {
                                                       CudaBackendOptions{});
     label = o.random_shape + " " + o.format + " (random)";
   }
-  gpu::CudaModelBackend& lead = tp ? tp->rank(0) : *backend;
-  const auto time_step = [&](const std::vector<StepSequence>& batch, int reps) {
-    return tp ? tp->time_step_ms(batch, reps) : backend->time_step_ms(batch, reps);
-  };
   if (tp)
     tp->fill_kv_random(3);
   else
     backend->fill_kv_random(3);
+  // Rank 0's backend, on its GPU (the bandwidth is measured there too).
+  gpu::CudaModelBackend& lead = tp ? tp->rank(0) : *backend;
+  const auto time_step = [&](const std::vector<StepSequence>& batch, int reps) {
+    return tp ? tp->time_step_ms(batch, reps) : backend->time_step_ms(batch, reps);
+  };
   std::fprintf(stderr, "moe bench: measuring read bandwidth...\n");
   const double bw = cuda::measure_read_bandwidth();
   const ModelSpec& s = lead.spec();

@@ -103,6 +103,11 @@ void TpCudaBackend::copy_kv_page(int32_t src, int32_t dst) {
   }
 }
 
+CudaModelBackend& TpCudaBackend::rank(int r) {
+  MOE_CUDA_CHECK(cudaSetDevice(devices_[static_cast<size_t>(r)]));
+  return *ranks_[static_cast<size_t>(r)];
+}
+
 void TpCudaBackend::fill_kv_random(uint64_t seed) {
   for (size_t r = 0; r < ranks_.size(); ++r) {
     MOE_CUDA_CHECK(cudaSetDevice(devices_[r]));

@@ -32,7 +32,9 @@ class TpCudaBackend : public ModelBackend {
   // Rank 0's median step time (every rank runs the step; the all-reduces keep them in step).
   double time_step_ms(const std::vector<StepSequence>& batch, int reps);
   int tp_size() const { return static_cast<int>(ranks_.size()); }
-  CudaModelBackend& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
+  // Rank r's backend, with the calling thread's current device set to its GPU (host calls such as
+  // last_step_unique_experts use that rank's stream).
+  CudaModelBackend& rank(int r);
   bool graph_capturable() const { return comms_[0]->graph_capturable(); }
   void fill_kv_random(uint64_t seed);  // every rank's pages
 
