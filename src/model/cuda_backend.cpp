@@ -48,7 +48,9 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
-  if (StepStamps::requested()) {
+  // Stamps are for one GPU: the MoE op's part marker is one process-wide hook, which rank backends on several
+  // GPUs would share.
+  if (StepStamps::requested() && !comm_) {
     stamps_ = std::make_unique<StepStamps>(kMaxStepStamps);
     cuda::set_moe_part_marker(
         [](void* self, const char* part, cudaStream_t st) { static_cast<StepStamps*>(self)->mark(part, st); },

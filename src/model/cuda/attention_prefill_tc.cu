@@ -18,6 +18,7 @@
 #include "cuda/kernels/mma_sm80.cuh"
 #include "model/cuda/attention_prefill_tc.h"
 #include "model/cuda/common.cuh"
+#include "model/cuda/kernel_attributes.h"
 
 namespace moe::model::gpu {
 namespace {
@@ -225,12 +226,7 @@ template <int D>
 void launch(const float* q, const StepMetaDev& meta, const int32_t* tiles, int num_tiles,
             const KvCacheDev& kv, int layer, int heads, float* ctx_f32, uint16_t* ctx_bf16, cudaStream_t s) {
   constexpr size_t smem = tc_smem_bytes<D>();
-  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
-  if (!configured) {
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(prefill_tc_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(smem)));
-    configured = true;
-  }
+  allow_dynamic_smem(reinterpret_cast<const void*>(prefill_tc_kernel<D>), static_cast<int>(smem));
   launch_pdl(prefill_tc_kernel<D>, dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(heads)),
              kThreads, smem, s, q, meta, tiles, kv, layer, heads, ctx_f32, ctx_bf16);
 }

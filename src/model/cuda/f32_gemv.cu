@@ -2,6 +2,7 @@
 // One warp per output row, 16-byte loads; the first kSteps loads of the row are issued before the kernel
 // waits for its predecessor (the weights do not depend on it), so they overlap the previous kernel's tail.
 #include "model/cuda/common.cuh"
+#include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
 
@@ -60,12 +61,8 @@ __global__ void __launch_bounds__(32 * kWarps)
 template <int M>
 void launch(const float* w, int rows, int cols, const float* x, float* y, cudaStream_t s,
             const NormInput& norm) {
-  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
-  if (!configured) {
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(f32_gemv_kernel<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(M * kFp8GemvMaxCols * sizeof(float))));
-    configured = true;
-  }
+  allow_dynamic_smem(reinterpret_cast<const void*>(f32_gemv_kernel<M>),
+                     static_cast<int>(M * kFp8GemvMaxCols * sizeof(float)));
   const size_t smem = norm.weight ? static_cast<size_t>(M) * cols * sizeof(float) : 0;
   launch_pdl(f32_gemv_kernel<M>, blocks_for(rows, kWarps), 32 * kWarps, smem, s, w, rows, cols, x, y, norm);
 }

@@ -2,6 +2,7 @@
 // whole cost, and fp8 halves it against bf16), and the dequantised bf16 copy that prefill GEMMs use.
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
+#include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
 
@@ -130,12 +131,8 @@ __global__ void __launch_bounds__(32 * kWarps)
 template <int M, int R>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                  cudaStream_t s, const NormInput& norm) {
-  static bool configured = false;  // set on the first (eager) call, never inside a graph capture
-  if (!configured) {
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float))));
-    configured = true;
-  }
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_kernel<M, R>),
+                     static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float)));
   launch_pdl(gemv_kernel<M, R>, blocks_for(rows, kWarps * R), 32 * kWarps,
              static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
 }
