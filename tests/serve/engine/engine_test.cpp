@@ -65,6 +65,29 @@ TEST_F(EngineTest, GreedyAloneAndInABatchOf8EqualsPrefillArgmax) {
   EXPECT_EQ(s.running, 0);
 }
 
+// `moe serve --tp N` passes its tensor-parallel options to the backend: on the cpu backend the simulated
+// ranks (exact to fp32 summation order), whose greedy chains, in a batch with chunked prefill, are TP 1's.
+TEST_F(EngineTest, TensorParallelRanksGiveTheTp1Chains) {
+  for (const bool ep : {false, true}) {
+    EngineOptions o = test::small_options();
+    o.backend_options.tp_size = 2;
+    o.backend_options.expert_parallel = ep;
+    auto engine = make_engine(o);
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t i = 0; i < 4; ++i) prompts.push_back(random_prompt(i + 1, 5 + 7 * i));
+    const int64_t steps = 12;
+    std::vector<Collected> out(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_EQ(engine->submit(greedy_request("tp" + std::to_string(i), prompts[i], steps), out[i].callback())
+                    .status,
+                SubmitStatus::Accepted);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_TRUE(out[i].wait());
+      EXPECT_EQ(out[i].ids[0], reference(prompts[i], steps)) << (ep ? "EP 2" : "TP 2") << ", prompt " << i;
+    }
+  }
+}
+
 TEST_F(EngineTest, PrefixCacheHitsGiveTheSameOutput) {
   auto engine = make_engine(test::small_options());
   const std::vector<int32_t> base = random_prompt(42, 30);
