@@ -41,7 +41,8 @@ const Command kCommands[] = {
     {"serve", moe::cli::cmd_serve,
      "OpenAI-compatible HTTP server: --model DIR [--host 127.0.0.1] [--port 30000] [--backend cpu|cuda] "
      "[--tp N] [--moe-parallel tp|ep] [--tp-comm auto|nccl|host] [--max-batch N] [--kv-pages N] "
-     "[--page-size N] [--served-model-name NAME] [--chat-template FILE] [--reasoning-parser auto|qwen3|none]"},
+     "[--page-size N] [--served-model-name NAME] [--chat-template FILE] [--reasoning-parser "
+     "auto|qwen3|none]"},
     {"bench-serve", moe::cli::cmd_bench_serve,
      "(also `bench serve`) load a running server: [--base-url URL] [--num-prompts N] [--request-rate R|inf] "
      "[--max-concurrency C] [--random-input-len L] [--random-output-len L] [--random-range-ratio R] "
