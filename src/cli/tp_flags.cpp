@@ -15,8 +15,7 @@ void read_tp_flags(const Args& a, model::BackendOptions& opts) {
   require_input(opts.tp_size >= 1, "--tp must be >= 1");
   opts.expert_parallel = model::parse_moe_parallel(a.str("moe-parallel", "tp")) == model::MoeParallel::Expert;
   opts.tp_comm = a.str("tp-comm", "auto");
-  require_input(opts.tp_comm == "auto" || opts.tp_comm == "nccl" || opts.tp_comm == "host", "--tp-comm '",
-                opts.tp_comm, "': unknown (auto, nccl or host)");
+  model::require_known_tp_comm(opts.tp_comm);
 }
 
 }  // namespace moe::cli

@@ -49,6 +49,9 @@ struct BackendOptions {
   std::string tp_comm = "auto";
 };
 
+// InputError unless `tp_comm` is one of auto, nccl, host (the values of BackendOptions::tp_comm).
+void require_known_tp_comm(const std::string& tp_comm);
+
 // Opens a model directory on `backend` ("cpu"; "cuda" once it exists). Throws InputError for unknown names.
 std::unique_ptr<ModelBackend> open_model_backend(const std::string& dir, const std::string& backend,
                                                  const BackendOptions& opts);

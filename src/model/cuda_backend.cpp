@@ -174,9 +174,12 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
   for (auto& [key, exec] : graphs_) MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   graphs_.clear();
   const size_t H = static_cast<size_t>(s.hidden), qd = static_cast<size_t>(m_.q_dim());
-  const size_t I = static_cast<size_t>(m_.dense_intermediate), E = static_cast<size_t>(s.hf.num_experts);
-  const bool dense =
-      std::any_of(m_.layers.begin(), m_.layers.end(), [](const DeviceLayer& l) { return !l.moe; });
+  // Dense MLP rows of this rank (its shard's, at TP > 1); none without dense layers.
+  size_t I = 0;
+  for (const DeviceLayer& l : m_.layers)
+    if (!l.moe) I = std::max(I, static_cast<size_t>(l.down.cols));
+  const size_t E = static_cast<size_t>(s.hf.num_experts);
+  const bool dense = I > 0;
   if (grow_rows) {
     cap_rows_ = std::max(p.N, 2 * cap_rows_);
     const size_t n = static_cast<size_t>(cap_rows_);
@@ -318,10 +321,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
     mark("attention");
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
     mark("o_proj");
-    if (comm_) {
-      all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
-      mark("all-reduce (attention)");
-    }
+    all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
     const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
     if (router_norms) {
       // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
@@ -344,16 +344,13 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       pending_f32 = nullptr;
       pending_bf16 = moe_out_.as<uint16_t>();
       last_moe_rows_ = N;  // the op stamps its own parts
-      if (comm_) {
-        all_reduce(moe_out_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::BF16);
-        mark("all-reduce (moe)");
-      }
+      all_reduce(moe_out_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::BF16);
     } else {
       const int I = L.down.cols;
       linear(L.gate_up, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, gate_up_.as<float>());
       silu_mul(gate_up_.as<float>(), N, I, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), stream_);
       linear(L.down, h_f32_.as<float>(), h_bf16_.as<uint16_t>(), N, y_.as<float>());
-      if (comm_) all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
+      all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
       pending_f32 = y_.as<float>();
       pending_bf16 = nullptr;
       mark("dense mlp");

@@ -26,20 +26,15 @@ constexpr bool kHaveNccl =
 // "auto" takes NCCL when every rank can have its own GPU; otherwise the user chooses the host-staged check
 // mode explicitly, since it is far slower than serving should be.
 std::string choose_comm(const BackendOptions& opts, int gpus) {
-  const int N = opts.tp_size;
+  require_known_tp_comm(opts.tp_comm);
   if (opts.tp_comm == "host") return "host";
-  const bool nccl_fits = kHaveNccl && gpus >= N;
-  if (opts.tp_comm == "nccl" || nccl_fits) {
-    require_input(kHaveNccl, "--tp ", N, " --tp-comm nccl: this build has no NCCL");
-    require_input(gpus >= N, "--tp ", N, " needs ", N, " GPUs for NCCL (one per rank), ", gpus,
-                  " visible; --tp-comm host runs the ranks on the visible GPUs through host memory (a check "
-                  "mode: eager and slow)");
-    return "nccl";
-  }
-  fail_input("--tp ", N, " needs ", N, " GPUs for NCCL", kHaveNccl ? "" : " (and this build has no NCCL)",
-             ", ", gpus,
-             " visible; --tp-comm host runs the ranks on the visible GPUs through host memory (a check "
-             "mode: eager and slow)");
+  const int N = opts.tp_size;
+  if (kHaveNccl && gpus >= N) return "nccl";
+  fail_input(
+      "--tp ", N, opts.tp_comm == "nccl" ? " --tp-comm nccl" : "", " needs ", N,
+      " GPUs for NCCL (one per rank), ", gpus, " visible", kHaveNccl ? "" : ", and this build has no NCCL",
+      "; --tp-comm host runs the ranks on the visible GPUs through host memory (a check mode: eager and "
+      "slow)");
 }
 
 std::vector<std::unique_ptr<dist::Communicator>> make_comms(const std::string& kind,

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "io/hf_checkpoint.h"
+#include "logit_agreement.h"
 #include "model/cuda_backend.h"
 #include "model/gen_model.h"
 #include "model/runner.h"
@@ -39,52 +40,8 @@ const std::string& model_dir(WeightFormat f) {
   return dirs[f];
 }
 
-void softmax(const float* x, int64_t n, std::vector<double>& p) {
-  p.resize(static_cast<size_t>(n));
-  double mx = x[0], sum = 0;
-  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, static_cast<double>(x[i]));
-  for (int64_t i = 0; i < n; ++i) sum += (p[static_cast<size_t>(i)] = std::exp(x[i] - mx));
-  for (double& v : p) v /= sum;
-}
-
-// A top-1 disagreement on a row whose reference top-2 logits are closer than this is a near tie: the GPU's
-// legitimate differences (bf16 MoE input, bf16 KV pages, another summation order) are about 3e-3 in logit
-// units at the KL these tests see (mean ~7e-6), so such rows flip at random. Two prefill kernels with the same
-// KL measured 1 and 2 flips in 124 rows, all near ties.
-constexpr double kNearTie = 0.02;
-
-struct Agreement {
-  double kl_sum = 0, kl_max = 0;
-  int rows = 0, top1 = 0, decisive = 0, decisive_top1 = 0;
-  double worst_flip_margin = 0;  // the largest reference margin among rows whose top-1 differs
-  void add(const float* ref, const float* got, int64_t V) {
-    std::vector<double> p, q;
-    softmax(ref, V, p);
-    softmax(got, V, q);
-    double kl = 0;
-    for (size_t i = 0; i < p.size(); ++i)
-      kl += p[i] * (std::log(std::max(p[i], 1e-300)) - std::log(std::max(q[i], 1e-300)));
-    kl_sum += kl;
-    kl_max = std::max(kl_max, kl);
-    ++rows;
-    const int64_t best = std::max_element(ref, ref + V) - ref;
-    float second = -INFINITY;
-    for (int64_t i = 0; i < V; ++i)
-      if (i != best) second = std::max(second, ref[i]);
-    const double margin = static_cast<double>(ref[best]) - second;
-    const bool same = best == std::max_element(got, got + V) - got;
-    top1 += same;
-    if (!same) worst_flip_margin = std::max(worst_flip_margin, margin);
-    if (margin > kNearTie) {
-      ++decisive;
-      decisive_top1 += same;
-    }
-  }
-  double mean_kl() const { return kl_sum / rows; }
-  double top1_rate() const { return static_cast<double>(top1) / rows; }
-  // Top-1 agreement over the rows that are not near ties (1 when there are none).
-  double decisive_top1_rate() const { return decisive ? static_cast<double>(decisive_top1) / decisive : 1.0; }
-};
+using test::Agreement;
+using test::kNearTie;
 
 void expect_finite(const std::vector<float>& v, const char* what) {
   for (size_t i = 0; i < v.size(); ++i)
@@ -155,9 +112,10 @@ TEST_P(cuda_model_vs_cpu, LogitsMatchTheReference) {
   std::printf("[%s] prefill rows: mean KL %.3g top-1 %.4f; decode rows: mean KL %.3g top-1 %.4f\n",
               fmt_name(f), prefill_rows.mean_kl(), prefill_rows.top1_rate(), decode_rows.mean_kl(),
               decode_rows.top1_rate());
-  std::printf("[%s] top-1 over the %d rows with a reference margin above %.2g: %.4f (flipped rows' largest "
-              "margin %.3g)\n",
-              fmt_name(f), agree.decisive, kNearTie, agree.decisive_top1_rate(), agree.worst_flip_margin);
+  std::printf(
+      "[%s] top-1 over the %d rows with a reference margin above %.2g: %.4f (flipped rows' largest "
+      "margin %.3g)\n",
+      fmt_name(f), agree.decisive, kNearTie, agree.decisive_top1_rate(), agree.worst_flip_margin);
   // bf16: the targets of the brief (measured on an H200: mean KL 6.7e-6, top-1 0.992). fp8: measured mean KL
   // 1.2e-3, top-1 0.976, about the same with the fp8 linears computed exactly in fp32: dynamic fp8
   // quantisation turns the small differences the GPU must have (bf16 MoE input per cuda::fused_moe, bf16 KV

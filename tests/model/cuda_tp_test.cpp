@@ -15,9 +15,11 @@
 #include <random>
 
 #include "core/error.h"
+#include "logit_agreement.h"
 #include "model/cuda_backend.h"
 #include "model/gen_model.h"
 #include "model/runner.h"
+#include "moe/compare.h"
 
 namespace moe::model {
 namespace {
@@ -95,51 +97,13 @@ std::vector<float> run(const std::string& backend, bool fp8, int tp, bool ep, co
 }
 
 double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / den);
+  return compare(got.data(), want.data(), static_cast<int64_t>(want.size())).rel_l2;
 }
 
-// Mean KL(ref || got) per row, and top-1 agreement over the rows whose reference top-2 margin exceeds 0.02
-// (near ties flip at random under the GPU's legitimate rounding; cuda_model_test says why).
-struct Agreement {
-  double mean_kl = 0, max_kl = 0, decisive_top1 = 1;
-  int rows = 0, decisive = 0, worst_row = 0;
-};
-
-Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got, int64_t V) {
-  Agreement a;
-  a.rows = static_cast<int>(ref.size() / static_cast<size_t>(V));
-  int same = 0;
-  double kl_sum = 0;
-  for (int r = 0; r < a.rows; ++r) {
-    const float* p = ref.data() + static_cast<size_t>(r) * V;
-    const float* q = got.data() + static_cast<size_t>(r) * V;
-    const double mp = *std::max_element(p, p + V), mq = *std::max_element(q, q + V);
-    double sp = 0, sq = 0;
-    for (int64_t i = 0; i < V; ++i) sp += std::exp(p[i] - mp), sq += std::exp(q[i] - mq);
-    double kl = 0;
-    for (int64_t i = 0; i < V; ++i) {
-      const double lp = p[i] - mp - std::log(sp), lq = q[i] - mq - std::log(sq);
-      kl += std::exp(lp) * (lp - lq);
-    }
-    kl_sum += kl;
-    if (kl > a.max_kl) a.max_kl = kl, a.worst_row = r;
-    const int64_t best = std::max_element(p, p + V) - p;
-    float second = -INFINITY;
-    for (int64_t i = 0; i < V; ++i)
-      if (i != best) second = std::max(second, p[i]);
-    if (p[best] - second > 0.02f) {
-      ++a.decisive;
-      same += best == std::max_element(q, q + V) - q;
-    }
-  }
-  a.mean_kl = kl_sum / a.rows;
-  a.decisive_top1 = a.decisive ? static_cast<double>(same) / a.decisive : 1.0;
+// Row by row over [rows, V] logits (test::Agreement: mean / largest KL, top-1 over the decisive rows).
+test::Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got, int64_t V) {
+  test::Agreement a;
+  a.add_rows(ref, got, V);
   return a;
 }
 
@@ -164,17 +128,17 @@ TEST_P(cuda_tp, HostStagedRanksMatchTheSimulatedReference) {
   const std::vector<float> cpu_tp1 = run("cpu", c.fp8, 1, false, "auto");
   ASSERT_EQ(gpu.size(), cpu.size());
   const int64_t V = (c.fp8 ? fp8_model() : bf16_model()).vocab;
-  const Agreement a = agreement(cpu, gpu, V), a1 = agreement(gpu_tp1, gpu, V),
-                  base = agreement(cpu_tp1, gpu_tp1, V);
+  const test::Agreement a = agreement(cpu, gpu, V), a1 = agreement(gpu_tp1, gpu, V),
+                        base = agreement(cpu_tp1, gpu_tp1, V);
   std::printf(
       "[ cuda tp ] %s TP %d%s (host-staged, %d GPU%s): vs cpu TP %d mean KL %.3g (max %.3g, row %d), "
       "decisive top-1 %.3f of %d rows (cuda TP 1 vs cpu TP 1: %.3g, max %.3g at row %d, %.3f); vs cuda TP 1 "
       "rel L2 %.3g, mean KL %.3g\n",
       c.fp8 ? "fp8" : "bf16", c.tp, c.ep ? " EP" : "", visible_gpus(), visible_gpus() > 1 ? "s" : "", c.tp,
-      a.mean_kl, a.max_kl, a.worst_row, a.decisive_top1, a.rows, base.mean_kl, base.max_kl, base.worst_row,
-      base.decisive_top1, rel_l2(gpu, gpu_tp1), a1.mean_kl);
-  EXPECT_LE(a.mean_kl, 1e-3);
-  EXPECT_GE(a.decisive_top1, c.fp8 ? 0.95 : 0.99);
+      a.mean_kl(), a.kl_max, a.worst_row, a.decisive_top1_rate(), a.rows, base.mean_kl(), base.kl_max,
+      base.worst_row, base.decisive_top1_rate(), rel_l2(gpu, gpu_tp1), a1.mean_kl());
+  EXPECT_LE(a.mean_kl(), 1e-3);
+  EXPECT_GE(a.decisive_top1_rate(), c.fp8 ? 0.95 : 0.99);
 }
 
 INSTANTIATE_TEST_SUITE_P(shapes, cuda_tp,
@@ -193,11 +157,11 @@ TEST(cuda_tp_nccl, MatchesHostStagedRanks) {
   for (bool fp8 : {false, true}) {
     const std::vector<float> host = run("cuda", fp8, tp, false, "host");
     const std::vector<float> nccl = run("cuda", fp8, tp, false, "nccl");
-    const Agreement a = agreement(host, nccl, (fp8 ? fp8_model() : bf16_model()).vocab);
+    const test::Agreement a = agreement(host, nccl, (fp8 ? fp8_model() : bf16_model()).vocab);
     std::printf("[ cuda tp ] %s TP %d nccl vs host-staged: rel L2 %.3g, mean KL %.3g, decisive top-1 %.3f\n",
-                fp8 ? "fp8" : "bf16", tp, rel_l2(nccl, host), a.mean_kl, a.decisive_top1);
-    EXPECT_LE(a.mean_kl, 1e-3);
-    EXPECT_GE(a.decisive_top1, 0.99);
+                fp8 ? "fp8" : "bf16", tp, rel_l2(nccl, host), a.mean_kl(), a.decisive_top1_rate());
+    EXPECT_LE(a.mean_kl(), 1e-3);
+    EXPECT_GE(a.decisive_top1_rate(), 0.99);
   }
 }
 

@@ -19,18 +19,13 @@
 #include "model/runner.h"
 #include "model/tp_plan.h"
 #include "model/tp_weights.h"
+#include "moe/compare.h"
 
 namespace moe::model {
 namespace {
 
 double rel_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / den);
+  return compare(got.data(), want.data(), static_cast<int64_t>(want.size())).rel_l2;
 }
 
 // Share of rows whose argmax agrees.

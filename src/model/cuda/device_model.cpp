@@ -161,7 +161,6 @@ DeviceModel upload_model(const ModelWeights& w, const TensorSource& ckpt) {
     } else {
       d.gate_up = stack_linears({&L.dense->gate, &L.dense->up}, ckpt);
       d.down = stack_linears({&L.dense->down}, ckpt);
-      m.dense_intermediate = std::max<int64_t>(m.dense_intermediate, d.down.cols);
     }
     m.layers.push_back(std::move(d));
   }
@@ -202,7 +201,6 @@ DeviceModel random_device_model(const ModelSpec& spec, WeightFormat format, uint
     } else {
       d.gate_up = random_linear(2 * cfg.intermediate_size, s.hidden, fp8, ls + 5);
       d.down = random_linear(s.hidden, cfg.intermediate_size, fp8, ls + 6);
-      m.dense_intermediate = cfg.intermediate_size;
     }
     m.layers.push_back(std::move(d));
   }

@@ -45,7 +45,6 @@ struct DeviceModel {
   int64_t heads = 0, kv_heads = 0;
   int64_t q_dim() const { return heads * spec.head_dim; }
   int64_t kv_dim() const { return kv_heads * spec.head_dim; }
-  int64_t dense_intermediate = 0;                  // this rank's dense MLP rows (0 without dense layers)
   cuda::DeviceBuffer embed, final_norm, inv_freq;  // bf16 [V, H]; fp32 [H]; fp32 [head_dim / 2]
   float attention_scaling = 1.0f;
   DeviceLinear lm_head;
