@@ -92,10 +92,7 @@ std::vector<float> TpCudaBackend::forward(const std::vector<StepSequence>& batch
 }
 
 void TpCudaBackend::copy_kv_page(int32_t src, int32_t dst) {
-  for (size_t r = 0; r < ranks_.size(); ++r) {
-    MOE_CUDA_CHECK(cudaSetDevice(devices_[r]));
-    ranks_[r]->copy_kv_page(src, dst);
-  }
+  for (int r = 0; r < tp_size(); ++r) rank(r).copy_kv_page(src, dst);
 }
 
 CudaModelBackend& TpCudaBackend::rank(int r) {
@@ -104,10 +101,7 @@ CudaModelBackend& TpCudaBackend::rank(int r) {
 }
 
 void TpCudaBackend::fill_kv_random(uint64_t seed) {
-  for (size_t r = 0; r < ranks_.size(); ++r) {
-    MOE_CUDA_CHECK(cudaSetDevice(devices_[r]));
-    ranks_[r]->fill_kv_random(seed + r);
-  }
+  for (int r = 0; r < tp_size(); ++r) rank(r).fill_kv_random(seed + static_cast<uint64_t>(r));
 }
 
 double TpCudaBackend::time_step_ms(const std::vector<StepSequence>& batch, int reps) {
