@@ -54,7 +54,8 @@ GemmPath parse_path(const std::string& p) {
   if (p == "mma") return GemmPath::Mma;
   if (p == "decode") return GemmPath::Decode;
   if (p == "fused") return GemmPath::Fused;
-  fail_input("moe bench: unknown path '", p, "' (auto, gemv, stream, mma, decode, fused)");
+  if (p == "swap-ab") return GemmPath::SwapAb;
+  fail_input("moe bench: unknown path '", p, "' (auto, gemv, swap-ab, stream, mma, decode, fused)");
 }
 
 struct Row {

@@ -1,6 +1,7 @@
 #include "cuda/moe_layer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/env_flag.h"
@@ -9,6 +10,7 @@
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_stream.h"
+#include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
 #include "cuda/random_fill.h"
 #include "moe/tuned_config.h"
@@ -303,8 +305,8 @@ namespace {
 
 bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
              GemmPath path) {
-  if (path == GemmPath::Gemv || path == GemmPath::Stream || ws.mma_max_tiles == 0 ||
-      !mma_supported(w.format, act.quant))
+  if (path == GemmPath::Gemv || path == GemmPath::Stream || path == GemmPath::SwapAb ||
+      ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
   return path == GemmPath::Mma || M >= mma_min_tokens();
 }
@@ -321,7 +323,30 @@ bool use_stream(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Activ
   return !layer.shared() || stream_supported(layer.shared()->view, act.quant);
 }
 
-enum class StagePath { Gemv, Stream, Mma };
+// The swap-AB tensor-core stages (expert_swap_ab.h) when forced, or for Auto below the grouped-GEMM
+// threshold, for both projections (routed and shared). fp8 needs the prologue's codes of x, which the
+// workspace holds for the formats that have tensor-core paths.
+bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act, int M,
+                 GemmPath path) {
+  // The environment's experimental Auto variants (MOE_DECODE, MOE_FUSED, MOE_STAGE2_COMBINE) keep the GEMV.
+  const bool auto_takes = path == GemmPath::Auto && M < mma_min_tokens() && !decode_by_default() &&
+                          !fused_by_default() && !stage2_combine_by_default();
+  if (path != GemmPath::SwapAb && !auto_takes) return false;
+  if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
+  if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
+  return !layer.shared() || swap_ab_supported(layer.shared()->view, act.quant);
+}
+
+// An estimate of the most pairs one expert gets in a call (it sizes the swap-AB token passes, never the
+// arithmetic): the mean plus three standard deviations of a uniform routing, for the routed experts; every
+// token for the shared expert.
+int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
+  if (shared) return M;
+  const double mean = static_cast<double>(M) * top_k / std::max(1, experts);
+  return std::min(M, static_cast<int>(mean + 3.0 * std::sqrt(mean)) + 1);
+}
+
+enum class StagePath { Gemv, Stream, Mma, SwapAb };
 
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path.
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
@@ -330,6 +355,18 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_stage2(g, stream);
+    mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
+    return;
+  }
+  if (path == StagePath::SwapAb) {
+    SwapAbInputs in{};
+    in.x = x;
+    in.x_codes = g.act.quant == AQuant::Fp8 ? ws.mma_x_codes.as<uint8_t>() : nullptr;
+    in.x_scales = ws.mma_x_scales.as<float>();
+    in.max_pairs_per_expert = busiest_expert_pairs(M, g.g.pair_div, g.w.num_experts, shared);
+    launch_swap_ab_stage1(g, in, stream);
+    mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
+    launch_swap_ab_stage2(g, in, stream);
     mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
     return;
   }
@@ -423,12 +460,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
   // codes for the streaming stages; the grouped GEMM quantises x itself.
   const bool mma = use_mma(ws, act, layer.experts().view, M, path);
-  const StagePath stages = mma                                ? StagePath::Mma
-                           : use_stream(layer, ws, act, path) ? StagePath::Stream
-                                                              : StagePath::Gemv;
+  const StagePath stages = mma                                    ? StagePath::Mma
+                           : use_stream(layer, ws, act, path)     ? StagePath::Stream
+                           : use_swap_ab(layer, ws, act, M, path) ? StagePath::SwapAb
+                                                                  : StagePath::Gemv;
   ra.quant = act.quant;
   ra.xq = stages == StagePath::Gemv ? ws.xq.as<float>() : nullptr;
-  if (stages == StagePath::Stream && act.quant == AQuant::Fp8) {
+  if ((stages == StagePath::Stream || stages == StagePath::SwapAb) && act.quant == AQuant::Fp8) {
     ra.x_codes = ws.mma_x_codes.as<uint8_t>();
     ra.x_scales = ws.mma_x_scales.as<float>();
   }

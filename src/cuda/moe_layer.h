@@ -79,14 +79,15 @@ class MoeWorkspace {
 };
 
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
-// M <= kFusedMaxTokens where it applies (bf16 / fp8_block, no shared expert); the tensor-core grouped GEMM
-// (expert_mma.h) when the formats have one and M is at least mma_min_tokens(); else the CUDA-core GEMV. Each
-// of them is batch invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream /
-// Decode / Fused force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
-// (expert_stream.h: bf16 and fp8_block); Decode the two-launch decode kernels (expert_decode.h,
-// M <= kDecodeMaxTokens), which give every token the GEMV's bits; both are correct but measured slower than
-// the GEMV so far. A forced path falls back to the GEMV where it does not apply.
-enum class GemmPath { Auto, Gemv, Mma, Stream, Decode, Fused };
+// M <= kFusedMaxTokens where it applies and MOE_FUSED=1; the tensor-core grouped GEMM (expert_mma.h) when the
+// formats have one and M is at least mma_min_tokens(); below that the swap-AB tensor-core stages
+// (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch invariant
+// over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused / SwapAb force
+// a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages (expert_stream.h: bf16 and
+// fp8_block); Decode the two-launch decode kernels (expert_decode.h, M <= kDecodeMaxTokens), which give every
+// token the GEMV's bits; both are correct but measured slower than the GEMV so far. A forced path falls back
+// to the GEMV where it does not apply.
+enum class GemmPath { Auto, Gemv, Mma, Stream, Decode, Fused, SwapAb };
 // Whether Auto takes the decode path for M <= kDecodeMaxTokens: MOE_DECODE=1 in the environment (read once).
 bool decode_by_default();
 // Whether Auto takes the one-launch fused kernel (expert_fused.h) for M <= kFusedMaxTokens where it applies:

@@ -95,6 +95,7 @@ const char* path_name(cuda::GemmPath p) {
          : p == cuda::GemmPath::Stream ? "stream"
          : p == cuda::GemmPath::Decode ? "decode"
          : p == cuda::GemmPath::Fused  ? "fused"
+         : p == cuda::GemmPath::SwapAb ? "swap_ab"
                                        : "gemv";
 }
 
@@ -211,11 +212,29 @@ TEST_P(ForcedPathGpu, FusedMatchesReferenceAndIsBatchInvariant) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "two runs differ";
 }
 
+// The swap-AB stages size their token passes by M (8, 16 or 32 tokens) and make several passes for a busy
+// expert; none of that may change a token's bits: token 0 alone equals token 0 inside M = 17, 64 and 300.
+TEST_P(ForcedPathGpu, SwapAbTokenBitsDoNotDependOnThePass) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const auto [f, path] = GetParam();
+  if (path != cuda::GemmPath::SwapAb) GTEST_SKIP() << "swap-AB only";
+  constexpr int kMaxM = 300;
+  const GpuCase g = make_case(f, kMaxM, 64, 1024, 720, 6, 384);
+  const cuda::DeviceMoeLayer layer = upload_rank(g);
+  cuda::MoeWorkspace ws(layer, kMaxM);
+  const int H = layer.hidden();
+  const std::vector<float> alone = run(layer, ws, g, 1, path);
+  for (int M : {17, 64, kMaxM}) {
+    const std::vector<float> batch = run(layer, ws, g, M, path);
+    EXPECT_EQ(0, std::memcmp(alone.data(), batch.data(), static_cast<size_t>(H) * 4)) << "token 0 at M=" << M;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,
                          ::testing::Combine(::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                                             ::testing::Values(cuda::GemmPath::Mma, cuda::GemmPath::Stream,
                                                               cuda::GemmPath::Decode, cuda::GemmPath::Fused,
-                                                              cuda::GemmPath::Gemv)),
+                                                              cuda::GemmPath::SwapAb, cuda::GemmPath::Gemv)),
                          [](const auto& p) {
                            return std::string(format_name(std::get<0>(p.param))) + "_" +
                                   path_name(std::get<1>(p.param));

@@ -186,6 +186,61 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FusedMoeGpu,
                            return n + "_" + std::string(format_name(std::get<1>(param_info.param)));
                          });
 
+// Router logits with many exact ties (rounded to multiples of 0.5): the GPU's top-K, a hardware warp
+// reduction per pick, must pick the lower expert id on every tie as the reference does, for both routers that
+// select on a softmax or on the raw logits. A wrong pick moves a whole expert's contribution, far outside the
+// tolerance.
+TEST(FusedMoeGpuRouting, TiedLogitsPickTheLowerExpert) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  for (RouterKind kind : {RouterKind::SoftmaxTopk, RouterKind::TopkSoftmax}) {
+    CaseSpec spec;
+    spec.config.format = WeightFormat::Bf16;
+    spec.config.act_quant = ActQuant::None;
+    spec.config.router.kind = kind;
+    spec.config.router.top_k = 8;
+    spec.M = 32;
+    spec.E = 128;
+    spec.H = 256;
+    spec.I = 128;
+    spec.seed = 7;
+    spec.compute_expected = false;
+    const GeneratedCase g = generate_case(spec);
+    MemorySource src(g.tensors);
+    const MoeCase c = build_case(g.metadata, src);
+    std::vector<float> tied(c.router_logits.as<float>(), c.router_logits.as<float>() + spec.M * spec.E);
+    int64_t ties = 0;
+    for (float& v : tied) v = std::round(v * 2.0f) / 2.0f;  // uniform in [-4, 4]: 17 distinct values
+    for (int64_t t = 0; t < spec.M; ++t)
+      for (int64_t e = 1; e < spec.E; ++e) ties += tied[t * spec.E + e] == tied[t * spec.E + e - 1];
+    ASSERT_GT(ties, spec.M) << "the rounded logits should tie often";
+    const int H = static_cast<int>(spec.H), M = static_cast<int>(spec.M);
+    std::vector<float> ref(static_cast<size_t>(M) * H);
+    reference_moe(c.config, c.weights, c.x.as<float>(), tied.data(), M, ref.data());
+
+    const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(c), layout::Parallelism{});
+    const layout::RankWeights rank = layout::shard_moe_weights(c.weights, plan);
+    cuda::DeviceMoeLayer layer(c.config, rank);
+    cuda::MoeWorkspace ws(layer, M);
+    std::vector<uint16_t> xb(static_cast<size_t>(M) * H);
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(c.x.as<float>()[i]);
+    cuda::DeviceBuffer x(xb.size() * 2), logits(tied.size() * 4);
+    x.upload(xb.data(), xb.size() * 2);
+    logits.upload(tied.data(), tied.size() * 4);
+    cudaStream_t stream;
+    MOE_CUDA_CHECK(cudaStreamCreate(&stream));
+    for (int m : {1, 8, 32}) {  // the one-block prologue and the many-block route kernel
+      const std::vector<float> out = run_gpu(layer, ws, x, logits, m, H, stream);
+      const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(m) * H);
+      const double tol = default_tolerance(c.config);
+      std::printf("[tied logits, %s] M=%-3d %s\n",
+                  kind == RouterKind::SoftmaxTopk ? "softmax_topk" : "topk_softmax", m,
+                  verdict_line(cmp, tol).c_str());
+      EXPECT_TRUE(cmp.passed(tol)) << "M=" << m;
+    }
+    MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+}
+
 // Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale
 // blocks straddle ranks) and 16, summed as an all-reduce would, against the unsharded CPU reference. FP8
 // activation groups that cross a rank boundary are quantised per rank, so fp8 is compared within that

@@ -1,0 +1,396 @@
+// The swap-AB tensor-core stages of expert_swap_ab.h.
+//
+// A block is one active expert x a tile of weight rows: two row groups of warps, each owning two 16-row MMA
+// tiles (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g and u of the
+// same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps k, k + 4,
+// ... (one fp8 scale block each). A step's weights go straight from global memory into registers, two steps
+// ahead of the MMAs, with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes
+// of rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order
+// that the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
+// unchanged. fp8: each step's raw MMA sum is scaled by its block's weight and activation scales, as the
+// reference groups it. The four K groups' sums are added in warp order through shared memory: no split K
+// across blocks, no atomics, the same bits on every run, and a token's bits never depend on the other tokens
+// of its pass (each MMA output column is its own dot product) nor on the pass size, so the stages are batch
+// invariant.
+#include "cuda/kernels/expert_swap_ab.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/codecs.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/activation.cuh"
+#include "cuda/kernels/mma_sm80.cuh"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
+#include "cuda/kernels/weight_decode.cuh"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kRowGroups = 2;  // warps along the weight rows
+constexpr int kKGroups = 4;    // warps along K
+constexpr int kWarps = kRowGroups * kKGroups;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTiles = 2;        // 16-row MMA tiles per warp
+constexpr int kStepBytes = 128;  // one K step: an fp8 scale block, or 64 bf16 values
+// Staged token rows are 64 bytes past a multiple of 128 apart, so a quarter warp's 16-byte reads (two rows,
+// 64 bytes each) fall in distinct banks.
+constexpr int kRowPad = 64;
+constexpr size_t kMaxSmem = 160 * 1024;
+
+// The K geometry of one stage: K elements of esz bytes, starting `phase` elements into the 128 grid (fp8
+// stage 2 of a tensor-parallel shard), in `steps` steps of 128 bytes.
+struct Geometry {
+  int k_elems, esz, phase, steps, row_bytes;
+};
+
+struct SwapAbArgs {
+  ExpertWeightsDev w;
+  GroupingDev g;
+  ActivationParams act;
+  const uint8_t* in;       // stage 1: x (fp8 codes or bf16) by token; stage 2: h (bf16) by pair
+  const float* in_scales;  // stage 1 fp8: x's 1x128 scales [tokens, steps]
+  uint16_t* h;             // stage 1 output [pairs, P]
+  float* y;                // stage 2 output [pairs, H]
+  Geometry geo;
+};
+
+// One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
+template <bool kFp8>
+struct Step {
+  uint4 v[kTiles][2][2];
+  float s[kTiles];
+};
+
+// The token rows of a pass into shared memory: [tokens][row_bytes] bytes, element k of K at byte
+// (k + phase) * esz; bytes outside the K range and rows past the pass's nt tokens are zero. fp8 also writes
+// the rows' scales [tokens][steps]: stage 1 copies the prologue's codes and scales, stage 2 quantises h.
+template <bool kFp8, int kStage, int kTokens>
+__device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale, int p0, int nt) {
+  const Geometry& geo = a.geo;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (kFp8 && kStage == 2) {
+    for (int item = warp; item < kTokens * geo.steps; item += kWarps) {
+      const int t = item / geo.steps, b = item % geo.steps;
+      uint8_t* row = act + t * geo.row_bytes;
+      const int g0 = max(0, b * kStepBytes - geo.phase),
+                g1 = min(geo.k_elems, (b + 1) * kStepBytes - geo.phase);
+      const bool live = t < nt && g0 < g1;
+      const int pos = b * kStepBytes + lane * 4;  // each lane zeroes its word of the step outside [g0, g1)
+      if (!live || pos < g0 + geo.phase || pos >= g1 + geo.phase)
+        *reinterpret_cast<uint32_t*>(row + pos) = 0u;
+      float s = 0.0f;
+      if (live) {
+        const int pair = a.g.sorted_pairs[p0 + t];
+        s = warp_quantize_fp8_codes(
+            reinterpret_cast<const uint16_t*>(a.in) + static_cast<size_t>(pair) * geo.k_elems, g0, g1,
+            row + geo.phase);
+      }
+      if (lane == 0) act_scale[t * geo.steps + b] = s;
+    }
+    return;
+  }
+  const int kbytes = geo.k_elems * geo.esz, chunks = geo.steps * (kStepBytes / 16);
+  for (int i = threadIdx.x; i < kTokens * chunks; i += kThreads) {
+    const int t = i / chunks, off = (i % chunks) * 16;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (t < nt && off < kbytes) {
+      const int pair = a.g.sorted_pairs[p0 + t];
+      const int row = kStage == 1 ? pair / a.g.pair_div : pair;
+      v = *reinterpret_cast<const uint4*>(a.in + static_cast<size_t>(row) * kbytes + off);
+    }
+    *reinterpret_cast<uint4*>(act + t * geo.row_bytes + off) = v;
+  }
+  if (kFp8) {
+    for (int i = threadIdx.x; i < kTokens * geo.steps; i += kThreads) {
+      const int t = i / geo.steps, b = i % geo.steps;
+      float s = 0.0f;
+      if (t < nt)
+        s = a.in_scales[static_cast<size_t>(a.g.sorted_pairs[p0 + t] / a.g.pair_div) * geo.steps + b];
+      act_scale[i] = s;
+    }
+  }
+}
+
+template <bool kFp8, int kStage, int kNT>
+__global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
+  constexpr int kTokens = 8 * kNT;
+  // K steps of weights in flight ahead of the MMAs. One step (4 KB per warp) with two blocks per SM keeps
+  // 64 KB per SM in flight, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) in one wave; two
+  // steps took ~170 registers, one block per SM.
+  constexpr int kDepth = 1;
+  constexpr int kAcc = kTiles * kNT * 4;    // accumulators per lane
+  // Stage 1 needs the prologue's grouping and x at once. Stage 2 reads the grouping (complete before stage 1
+  // could start) and requests its first weights before waiting for stage 1's h.
+  if (kStage == 1) pdl_wait();
+  const int expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
+  if (expert < 0) {
+    pdl_trigger();
+    return;
+  }
+  const Geometry geo = a.geo;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  const int wr = warp / kKGroups, wk = warp % kKGroups;
+  const int H = a.w.hidden, P = a.w.inter, hb = (H + 127) / 128, SB = a.w.scale_blocks;
+  const int kbytes = geo.k_elems * geo.esz, phase_bytes = geo.phase * geo.esz;
+
+  // This warp's weight rows and the scale row of each tile (a tile's 16 rows share one 128-row block).
+  const uint8_t* wrow[kTiles][2];
+  bool wok[kTiles][2];
+  const float* wscale[kTiles];
+  const int out0 =
+      kStage == 1 ? blockIdx.y * (16 * kRowGroups) + 16 * wr : blockIdx.y * (32 * kRowGroups) + 32 * wr;
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      if (kStage == 1) {
+        const int col = out0 + gid + 8 * hh;  // tile 0: gate rows, tile 1: up rows
+        wok[i][hh] = col < P;
+        wrow[i][hh] = a.w.w13 + (static_cast<size_t>(expert) * 2 * P + i * P + (col < P ? col : 0)) * kbytes;
+      } else {
+        const int r = out0 + 16 * i + gid + 8 * hh;
+        wok[i][hh] = r < H;
+        wrow[i][hh] = a.w.w2 + (static_cast<size_t>(expert) * H + (r < H ? r : 0)) * kbytes;
+      }
+    }
+    if (kFp8) {
+      const float* base = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+      wscale[i] = kStage == 1
+                      ? base + (static_cast<size_t>(expert) * 2 * SB + i * SB +
+                                (min(out0, P - 1) + a.w.phase) / 128) *
+                                   hb
+                      : base + (static_cast<size_t>(expert) * hb + min(out0 + 16 * i, H - 1) / 128) * SB;
+    }
+  }
+  const auto load_step = [&](Step<kFp8>& st, int b) {
+    const bool live = b < geo.steps;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+      for (int sp = 0; sp < 2; ++sp) {
+        const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const bool ok = live && wok[i][hh] && off >= 0 && off < kbytes;
+          st.v[i][sp][hh] = ok ? load_stream16(wrow[i][hh] + off) : make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
+      if (kFp8) st.s[i] = live ? __ldg(wscale[i] + b) : 0.0f;
+    }
+  };
+
+  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* act = smem;                                                          // [kTokens][row_bytes]
+  float* act_scale = reinterpret_cast<float*>(smem + kTokens * geo.row_bytes);  // fp8: [kTokens][steps]
+  float* red = reinterpret_cast<float*>(smem);  // after the MMAs: [warp][kAcc][32], over the staged rows
+
+  Step<kFp8> ahead[kDepth];
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
+  if (kStage == 2) pdl_wait();
+  pdl_trigger();
+
+  for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
+    const int nt = min(kTokens, pair_end - p0);
+    if (p0 != pair_begin) {
+#pragma unroll
+      for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
+    }
+    stage_tokens<kFp8, kStage, kTokens>(a, act, act_scale, p0, nt);
+    __syncthreads();
+
+    float acc[kTiles][kNT][4];
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[i][n][c] = 0.0f;
+
+    for (int b = wk; b < geo.steps; b += kKGroups) {
+      const Step<kFp8> cur = ahead[0];
+#pragma unroll
+      for (int d = 0; d + 1 < kDepth; ++d) ahead[d] = ahead[d + 1];
+      load_step(ahead[kDepth - 1], b + kDepth * kKGroups);
+
+      float part[kTiles][kNT][4];
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) part[i][n][c] = 0.0f;
+#pragma unroll
+      for (int sp = 0; sp < 2; ++sp) {
+        uint4 bv[kNT];
+#pragma unroll
+        for (int n = 0; n < kNT; ++n)
+          bv[n] = *reinterpret_cast<const uint4*>(act + (8 * n + gid) * geo.row_bytes + b * kStepBytes +
+                                                  sp * 64 + tig * 16);
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i) {
+          const uint4 lo = cur.v[i][sp][0], hi = cur.v[i][sp][1];
+          const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+          for (int n = 0; n < kNT; ++n) {
+            float(&d)[4] = kFp8 ? part[i][n] : acc[i][n];
+            const uint32_t b0[2] = {bv[n].x, bv[n].y}, b1[2] = {bv[n].z, bv[n].w};
+            mma_16x8x32B<kFp8>(d, a0, b0);
+            mma_16x8x32B<kFp8>(d, a1, b1);
+          }
+        }
+      }
+      if (kFp8) {
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) {
+          const float s0 = act_scale[(8 * n + 2 * tig) * geo.steps + b];
+          const float s1 = act_scale[(8 * n + 2 * tig + 1) * geo.steps + b];
+#pragma unroll
+          for (int i = 0; i < kTiles; ++i) {
+            acc[i][n][0] = fmaf(part[i][n][0], cur.s[i] * s0, acc[i][n][0]);
+            acc[i][n][1] = fmaf(part[i][n][1], cur.s[i] * s1, acc[i][n][1]);
+            acc[i][n][2] = fmaf(part[i][n][2], cur.s[i] * s0, acc[i][n][2]);
+            acc[i][n][3] = fmaf(part[i][n][3], cur.s[i] * s1, acc[i][n][3]);
+          }
+        }
+      }
+    }
+
+    __syncthreads();  // every warp is done with the staged rows: the reduction reuses their memory
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) red[(warp * kAcc + (i * kNT + n) * 4 + c) * 32 + lane] = acc[i][n][c];
+    __syncthreads();
+
+    // Warp k of a row group finishes the (n, c) outputs u = k, k + 4, ...: the four K groups' sums in order.
+    const auto total = [&](int i, int n, int c) {
+      float v = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kKGroups; ++k)
+        v += red[((wr * kKGroups + k) * kAcc + (i * kNT + n) * 4 + c) * 32 + lane];
+      return v;
+    };
+    for (int u = wk; u < kNT * 4; u += kKGroups) {
+      const int n = u / 4, c = u % 4;
+      const int t = 8 * n + 2 * tig + (c & 1), r = gid + 8 * (c >> 1);
+      if (t >= nt) continue;
+      const size_t pair = static_cast<size_t>(a.g.sorted_pairs[p0 + t]);
+      if (kStage == 1) {
+        const int col = out0 + r;
+        if (col >= P) continue;
+        float g = total(0, n, c), up = total(1, n, c);
+        if (a.w.w13_bias) {
+          g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
+          up += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
+        }
+        a.h[pair * P + col] = f32_to_bf16(gated_activation(a.act, g, up));
+      } else {
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i) {
+          const int row = out0 + 16 * i + r;
+          if (row >= H) continue;
+          float v = total(i, n, c);
+          if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + row];
+          a.y[pair * H + row] = v;
+        }
+      }
+    }
+    __syncthreads();  // the next pass stages its rows over the reduction
+  }
+}
+
+Geometry geometry(const ExpertWeightsDev& w, int stage) {
+  const bool fp8 = w.format == WFormat::Fp8Block;
+  Geometry g{};
+  g.esz = fp8 ? 1 : 2;
+  g.k_elems = stage == 1 ? w.hidden : w.inter;
+  g.phase = fp8 && stage == 2 ? w.phase : 0;
+  g.steps = (g.k_elems * g.esz + g.phase * g.esz + kStepBytes - 1) / kStepBytes;
+  g.row_bytes = g.steps * kStepBytes + kRowPad;
+  return g;
+}
+
+size_t smem_bytes(const Geometry& g, bool fp8, int nt) {
+  const size_t tokens = 8 * static_cast<size_t>(nt);
+  const size_t staged = tokens * g.row_bytes + (fp8 ? tokens * g.steps * 4 : 0);
+  const size_t red = static_cast<size_t>(kWarps) * kTiles * nt * 4 * 32 * 4;
+  return std::max(staged, red);
+}
+
+// 8-token column tiles per pass: enough for the call's estimated busiest expert, within shared memory.
+int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
+  const bool fp8 = w.format == WFormat::Fp8Block;
+  int nt = max_pairs <= 8 ? 1 : max_pairs <= 16 ? 2 : 4;
+  while (nt > 1 &&
+         (smem_bytes(geometry(w, 1), fp8, nt) > kMaxSmem || smem_bytes(geometry(w, 2), fp8, nt) > kMaxSmem))
+    nt /= 2;
+  return nt;
+}
+
+template <bool kFp8, int kStage, int kNT>
+void launch(const SwapAbArgs& k, int groups, cudaStream_t stream) {
+  const int out = kStage == 1 ? k.w.inter : k.w.hidden;
+  const int per_block = (kStage == 1 ? 16 : 32) * kRowGroups;
+  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>((out + per_block - 1) / per_block));
+  const size_t smem = smem_bytes(k.geo, kFp8, kNT);
+  auto kernel = swap_ab_kernel<kFp8, kStage, kNT>;
+  MOE_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, k);
+}
+
+template <int kStage>
+void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+  const bool fp8 = a.w.format == WFormat::Fp8Block;
+  SwapAbArgs k{};
+  k.w = a.w;
+  k.g = a.g;
+  k.act = a.act;
+  k.h = a.h;
+  k.y = a.y;
+  k.geo = geometry(a.w, kStage);
+  if (kStage == 1) {
+    k.in = fp8 ? in.x_codes : reinterpret_cast<const uint8_t*>(in.x);
+    k.in_scales = in.x_scales;
+  } else {
+    k.in = reinterpret_cast<const uint8_t*>(a.h);
+  }
+  const int nt = column_tiles(a.w, in.max_pairs_per_expert);
+  const auto go = [&](auto fp8_tag) {
+    constexpr bool kFp8 = decltype(fp8_tag)::value;
+    if (nt == 1) return launch<kFp8, kStage, 1>(k, a.max_groups, stream);
+    if (nt == 2) return launch<kFp8, kStage, 2>(k, a.max_groups, stream);
+    launch<kFp8, kStage, 4>(k, a.max_groups, stream);
+  };
+  if (fp8)
+    go(std::true_type{});
+  else
+    go(std::false_type{});
+}
+
+}  // namespace
+
+bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q) {
+  const bool formats =
+      (w.format == WFormat::Bf16 && q == AQuant::None) || (w.format == WFormat::Fp8Block && q == AQuant::Fp8);
+  if (!formats) return false;
+  const bool fp8 = w.format == WFormat::Fp8Block;
+  return smem_bytes(geometry(w, 1), fp8, 1) <= kMaxSmem && smem_bytes(geometry(w, 2), fp8, 1) <= kMaxSmem;
+}
+
+void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+  launch_stage<1>(a, in, stream);
+}
+
+void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+  launch_stage<2>(a, in, stream);
+}
+
+}  // namespace moe::cuda

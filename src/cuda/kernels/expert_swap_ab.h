@@ -1,0 +1,31 @@
+#pragma once
+// Stages 1 and 2 of the fused MoE for few tokens per expert on tensor cores, "swap AB": the weight rows are
+// the MMA's 16-row side and the tokens its 8-wide column side, so every weight byte is read once per pass of
+// up to 32 tokens and multiplied without being decoded on CUDA cores (the grouped GEMV spends ~300
+// instructions per 16-byte chunk of four rows at one token; an MMA takes the chunk as it is). Same contract
+// as the GEMV stages (launch_stage1 / launch_stage2 in launchers.h): bf16 weights with unquantised
+// activations, or fp8_block weights with fp8 1x128 activations.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/kernels/launchers.h"
+
+namespace moe::cuda {
+
+// Whether this projection can run on the swap-AB stages (format, activation quantisation, and staged token
+// rows that fit in shared memory).
+bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q);
+
+// Stage 1 reads x as fp8 codes and 1x128 scales (fp8_block; the prologue writes them) or as bf16 (bf16).
+struct SwapAbInputs {
+  const uint16_t* x;         // [tokens, H] bf16
+  const uint8_t* x_codes;    // [tokens, H] fp8 e4m3 codes, or null (bf16)
+  const float* x_scales;     // [tokens, ceil(H/128)]
+  int max_pairs_per_expert;  // an estimate for this call: it sizes the token pass, never the arithmetic
+};
+
+void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
+void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
+
+}  // namespace moe::cuda
