@@ -350,7 +350,7 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path.
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       StagePath path, const RouteArgs& route, cudaStream_t stream) {
+                       StagePath path, cudaStream_t stream) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -364,10 +364,6 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.x_codes = g.act.quant == AQuant::Fp8 ? ws.mma_x_codes.as<uint8_t>() : nullptr;
     in.x_scales = ws.mma_x_scales.as<float>();
     in.max_pairs_per_expert = busiest_expert_pairs(M, g.g.pair_div, g.w.num_experts, shared);
-    in.router = route.router;
-    in.router_logits = route.logits;
-    // The routed experts' stage 1 follows the one-block prologue directly (the shared expert's comes later).
-    in.predict_tokens = !shared && prologue_fits_one_block(M, g.g.pair_div) ? M : 0;
     launch_swap_ab_stage1(g, in, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_swap_ab_stage2(g, in, stream);
@@ -584,10 +580,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     return;
   }
 
-  run_expert_stages(g, ws, false, x, M, stages, ra, stream);
+  run_expert_stages(g, ws, false, x, M, stages, stream);
 
   if (shared) {
-    run_expert_stages(s, ws, true, x, M, stages, ra, stream);
+    run_expert_stages(s, ws, true, x, M, stages, stream);
   }
 
   CombineArgs ca{ws.y.as<float>(),

@@ -24,7 +24,6 @@
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/warp_router.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
@@ -56,11 +55,6 @@ struct SwapAbArgs {
   uint16_t* h;             // stage 1 output [pairs, P]
   float* y;                // stage 2 output [pairs, H]
   Geometry geo;
-  // Stage 1 of a call of at most kWarps tokens: the routing, to find the block's expert before the prologue
-  // is done (predict_tokens > 0), from the logits the prologue routes.
-  RouterParams router;
-  const float* router_logits;  // [tokens, E]
-  int predict_tokens;
 };
 
 // One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
@@ -120,55 +114,6 @@ __device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale
   }
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
-template <int kPerLane>
-__device__ __forceinline__ int route_token_ids(const SwapAbArgs& a, int t) {
-  return warp_route<kPerLane>(a.router, a.router_logits + static_cast<size_t>(t) * a.router.num_experts,
-                              nullptr, nullptr);
-}
-
-// The expert of this block (the blockIdx.x-th of the call's distinct local experts in ascending id, what the
-// prologue's grouping lists as active[blockIdx.x]), or -1: every block routes the call's tokens itself with
-// the prologue's code, one warp per token, and marks the picks in an E-bit mask. The router logits are
-// complete before the prologue starts, so this runs while the prologue does, and the block's weight loads
-// need not wait for it.
-__device__ int predict_expert(const SwapAbArgs& a, unsigned* mask, int* found) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x < 32) mask[threadIdx.x] = 0u;
-  if (threadIdx.x == 0) *found = -1;
-  __syncthreads();
-  if (warp < a.predict_tokens) {
-    const int E = a.router.num_experts;
-    const int id = E <= 128   ? route_token_ids<4>(a, warp)
-                   : E <= 256 ? route_token_ids<8>(a, warp)
-                   : E <= 512 ? route_token_ids<16>(a, warp)
-                              : route_token_ids<32>(a, warp);
-    if (id >= 0) atomicOr(&mask[id / 32], 1u << (id % 32));  // an OR: the same mask in any order
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const unsigned m = mask[lane];
-    const int count = __popc(m);
-    int before = count;  // inclusive prefix of the set bits over the mask's words
-    for (int off = 1; off < 32; off *= 2) {
-      const int o = __shfl_up_sync(kFullMask, before, off);
-      if (lane >= off) before += o;
-    }
-    before -= count;
-    const int x = static_cast<int>(blockIdx.x);
-    if (x >= before && x < before + count) {
-      unsigned rest = m;
-      for (int i = 0; i < x - before; ++i) rest &= rest - 1;  // drop the lower set bits
-      *found = lane * 32 + __ffs(rest) - 1;
-    }
-  }
-  __syncthreads();
-  return *found;
-}
-
 template <bool kFp8, int kStage, int kNT>
 __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
   constexpr int kTokens = 8 * kNT;
@@ -176,15 +121,12 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   // 64 KB per SM in flight, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) in one wave; two
   // steps took ~170 registers, one block per SM.
   constexpr int kDepth = 1;
-  constexpr int kAcc = kTiles * kNT * 4;  // accumulators per lane
+  constexpr int kAcc = kTiles * kNT * 4;    // accumulators per lane
   // Stage 1 needs the prologue's grouping and x at once. Stage 2 reads the grouping (complete before stage 1
   // could start) and requests its first weights before waiting for stage 1's h.
-  __shared__ unsigned pick_mask[32];
-  __shared__ int picked;
-  const bool predicted = kStage == 1 && a.predict_tokens > 0;
-  if (kStage == 1 && !predicted) pdl_wait();
-  int expert = predicted ? predict_expert(a, pick_mask, &picked) : __ldcg(a.g.active + blockIdx.x);
-  if (expert < 0 && !predicted) {  // past the active experts
+  if (kStage == 1) pdl_wait();
+  const int expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
+  if (expert < 0) {
     pdl_trigger();
     return;
   }
@@ -200,34 +142,29 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   const float* wscale[kTiles];
   const int out0 =
       kStage == 1 ? blockIdx.y * (16 * kRowGroups) + 16 * wr : blockIdx.y * (32 * kRowGroups) + 32 * wr;
-  const auto set_rows = [&](int e) {
-    const bool live = e >= 0;
-    e = max(e, 0);
 #pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
+  for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        if (kStage == 1) {
-          const int col = out0 + gid + 8 * hh;  // tile 0: gate rows, tile 1: up rows
-          wok[i][hh] = live && col < P;
-          wrow[i][hh] = a.w.w13 + (static_cast<size_t>(e) * 2 * P + i * P + (col < P ? col : 0)) * kbytes;
-        } else {
-          const int r = out0 + 16 * i + gid + 8 * hh;
-          wok[i][hh] = live && r < H;
-          wrow[i][hh] = a.w.w2 + (static_cast<size_t>(e) * H + (r < H ? r : 0)) * kbytes;
-        }
-      }
-      if (kFp8) {
-        const float* base = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
-        wscale[i] =
-            kStage == 1
-                ? base +
-                      (static_cast<size_t>(e) * 2 * SB + i * SB + (min(out0, P - 1) + a.w.phase) / 128) * hb
-                : base + (static_cast<size_t>(e) * hb + min(out0 + 16 * i, H - 1) / 128) * SB;
+    for (int hh = 0; hh < 2; ++hh) {
+      if (kStage == 1) {
+        const int col = out0 + gid + 8 * hh;  // tile 0: gate rows, tile 1: up rows
+        wok[i][hh] = col < P;
+        wrow[i][hh] = a.w.w13 + (static_cast<size_t>(expert) * 2 * P + i * P + (col < P ? col : 0)) * kbytes;
+      } else {
+        const int r = out0 + 16 * i + gid + 8 * hh;
+        wok[i][hh] = r < H;
+        wrow[i][hh] = a.w.w2 + (static_cast<size_t>(expert) * H + (r < H ? r : 0)) * kbytes;
       }
     }
-  };
-  set_rows(expert);
+    if (kFp8) {
+      const float* base = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+      wscale[i] = kStage == 1
+                      ? base + (static_cast<size_t>(expert) * 2 * SB + i * SB +
+                                (min(out0, P - 1) + a.w.phase) / 128) *
+                                   hb
+                      : base + (static_cast<size_t>(expert) * hb + min(out0 + 16 * i, H - 1) / 128) * SB;
+    }
+  }
   const auto load_step = [&](Step<kFp8>& st, int b) {
     const bool live = b < geo.steps;
 #pragma unroll
@@ -245,6 +182,7 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
     }
   };
 
+  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* act = smem;                                                          // [kTokens][row_bytes]
   float* act_scale = reinterpret_cast<float*>(smem + kTokens * geo.row_bytes);  // fp8: [kTokens][steps]
@@ -253,34 +191,8 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   Step<kFp8> ahead[kDepth];
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
-  // The warp's later steps are requested into L2 now (no registers held), so the loop's loads are L2 hits
-  // and the whole tile streams from DRAM while the block waits for its predecessor.
-  for (int b = wk + kDepth * kKGroups; b < geo.steps; b += kKGroups) {
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-      for (int sp = 0; sp < 2; ++sp) {
-        const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-          if (wok[i][hh] && off >= 0 && off < kbytes) prefetch_l2(wrow[i][hh] + off);
-      }
-  }
-  if (kStage == 2 || predicted) pdl_wait();
+  if (kStage == 2) pdl_wait();
   pdl_trigger();
-  if (predicted) {
-    // The prologue's grouping is the truth; a prediction that differs (never expected: the same routing code
-    // on the same logits) costs a reload, not a wrong result.
-    const int listed = __ldcg(a.g.active + blockIdx.x);
-    if (listed < 0) return;
-    if (listed != expert) {
-      expert = listed;
-      set_rows(expert);
-#pragma unroll
-      for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
-    }
-  }
-  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
 
   for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
     const int nt = min(kTokens, pair_end - p0);
@@ -447,9 +359,6 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   if (kStage == 1) {
     k.in = fp8 ? in.x_codes : reinterpret_cast<const uint8_t*>(in.x);
     k.in_scales = in.x_scales;
-    k.router = in.router;
-    k.router_logits = in.router_logits;
-    k.predict_tokens = in.predict_tokens <= kWarps ? in.predict_tokens : 0;
   } else {
     k.in = reinterpret_cast<const uint8_t*>(a.h);
   }

@@ -23,11 +23,6 @@ struct SwapAbInputs {
   const uint8_t* x_codes;    // [tokens, H] fp8 e4m3 codes, or null (bf16)
   const float* x_scales;     // [tokens, ceil(H/128)]
   int max_pairs_per_expert;  // an estimate for this call: it sizes the token pass, never the arithmetic
-  // Routed stage 1 of a call of at most 8 tokens (predict_tokens = M, else 0): each block routes the tokens
-  // itself from the logits to find its expert, so its weights stream while the prologue runs.
-  RouterParams router;
-  const float* router_logits;  // [tokens, E]
-  int predict_tokens;
 };
 
 void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);

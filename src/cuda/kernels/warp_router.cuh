@@ -19,8 +19,7 @@ __device__ __forceinline__ float key_value(unsigned key) {
   return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
 }
 
-// Writes ids[0..K) (descending selection score; local ids, -1 for another rank's expert) and weights[0..K)
-// (unless ids is null),
+// Writes ids[0..K) (descending selection score; local ids, -1 for another rank's expert) and weights[0..K),
 // and returns pick `lane`'s id to lanes below K (-1 to the others), so a caller needs no read-back of ids.
 // kMaxExpertsPerLane * 32 >= E: instantiated for 4, 8, 16 and 32 so small expert counts keep everything in
 // registers.
@@ -154,7 +153,7 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
   // Weights over all E picks (above), ids local to this rank (expert parallelism; the identity otherwise).
   const int local = my_id - rp.expert_begin;
   my_id = local >= 0 && local < rp.experts_local ? local : -1;
-  if (lane < K && ids) {  // null: the caller only wants the returned ids
+  if (lane < K) {
     ids[lane] = my_id;
     weights[lane] = w;
   }
