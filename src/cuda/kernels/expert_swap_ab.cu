@@ -1,17 +1,18 @@
 // The swap-AB tensor-core stages of expert_swap_ab.h.
 //
-// A block is one active expert x a tile of weight rows: two row groups of warps, each owning two 16-row MMA
-// tiles (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g and u of the
-// same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps k, k + 4,
-// ... (one fp8 scale block each). A step's weights go straight from global memory into registers, two steps
-// ahead of the MMAs, with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes
-// of rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order
-// that the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
+// A block is one active expert x a run of row tiles: two row groups of warps, each owning two 16-row MMA tiles
+// of a row tile (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g and u
+// of the same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps k,
+// k + 4, ... (one fp8 scale block each). The block stages its expert's tokens once and walks its tiles; a
+// step's weights go straight from global memory into registers, one step ahead of the MMAs (across tile
+// boundaries too), with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes of
+// rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order that
+// the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
 // unchanged. fp8: each step's raw MMA sum is scaled by its block's weight and activation scales, as the
 // reference groups it. The four K groups' sums are added in warp order through shared memory: no split K
 // across blocks, no atomics, the same bits on every run, and a token's bits never depend on the other tokens
-// of its pass (each MMA output column is its own dot product) nor on the pass size, so the stages are batch
-// invariant.
+// of its pass (each MMA output column is its own dot product), on the pass size or on the tiles per block, so
+// the stages are batch invariant.
 #include "cuda/kernels/expert_swap_ab.h"
 
 #include <algorithm>
@@ -44,6 +45,7 @@ constexpr size_t kMaxSmem = 160 * 1024;
 // stage 2 of a tensor-parallel shard), in `steps` steps of 128 bytes.
 struct Geometry {
   int k_elems, esz, phase, steps, row_bytes;
+  int red_offset;  // bytes from the start of shared memory to the cross-warp reduction
 };
 
 struct SwapAbArgs {
@@ -55,6 +57,7 @@ struct SwapAbArgs {
   uint16_t* h;             // stage 1 output [pairs, P]
   float* y;                // stage 2 output [pairs, H]
   Geometry geo;
+  int tiles_per_block;
 };
 
 // One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
@@ -117,11 +120,7 @@ __device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale
 template <bool kFp8, int kStage, int kNT>
 __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
   constexpr int kTokens = 8 * kNT;
-  // K steps of weights in flight ahead of the MMAs. One step (4 KB per warp) with two blocks per SM keeps
-  // 64 KB per SM in flight, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) in one wave; two
-  // steps took ~170 registers, one block per SM.
-  constexpr int kDepth = 1;
-  constexpr int kAcc = kTiles * kNT * 4;    // accumulators per lane
+  constexpr int kAcc = kTiles * kNT * 4;  // accumulators per lane
   // Stage 1 needs the prologue's grouping and x at once. Stage 2 reads the grouping (complete before stage 1
   // could start) and requests its first weights before waiting for stage 1's h.
   if (kStage == 1) pdl_wait();
@@ -135,174 +134,178 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   const int wr = warp / kKGroups, wk = warp % kKGroups;
   const int H = a.w.hidden, P = a.w.inter, hb = (H + 127) / 128, SB = a.w.scale_blocks;
   const int kbytes = geo.k_elems * geo.esz, phase_bytes = geo.phase * geo.esz;
+  // A row tile: 16 h columns (stage 1) or 32 output rows (stage 2) per row group of warps. The block takes
+  // tiles_per_block consecutive tiles of its expert, so the staged tokens serve them all.
+  constexpr int kWarpRows = kStage == 1 ? 16 : 32;
+  const int tiles = ((kStage == 1 ? P : H) + kWarpRows * kRowGroups - 1) / (kWarpRows * kRowGroups);
+  const int tile_begin = blockIdx.y * a.tiles_per_block;
+  const int tile_end = min(tiles, tile_begin + a.tiles_per_block);
+  const auto warp_out0 = [&](int tile) { return (tile * kRowGroups + wr) * kWarpRows; };
 
-  // This warp's weight rows and the scale row of each tile (a tile's 16 rows share one 128-row block).
-  const uint8_t* wrow[kTiles][2];
-  bool wok[kTiles][2];
-  const float* wscale[kTiles];
-  const int out0 =
-      kStage == 1 ? blockIdx.y * (16 * kRowGroups) + 16 * wr : blockIdx.y * (32 * kRowGroups) + 32 * wr;
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i) {
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      if (kStage == 1) {
-        const int col = out0 + gid + 8 * hh;  // tile 0: gate rows, tile 1: up rows
-        wok[i][hh] = col < P;
-        wrow[i][hh] = a.w.w13 + (static_cast<size_t>(expert) * 2 * P + i * P + (col < P ? col : 0)) * kbytes;
-      } else {
-        const int r = out0 + 16 * i + gid + 8 * hh;
-        wok[i][hh] = r < H;
-        wrow[i][hh] = a.w.w2 + (static_cast<size_t>(expert) * H + (r < H ? r : 0)) * kbytes;
-      }
-    }
-    if (kFp8) {
-      const float* base = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
-      wscale[i] = kStage == 1
-                      ? base + (static_cast<size_t>(expert) * 2 * SB + i * SB +
-                                (min(out0, P - 1) + a.w.phase) / 128) *
-                                   hb
-                      : base + (static_cast<size_t>(expert) * hb + min(out0 + 16 * i, H - 1) / 128) * SB;
-    }
-  }
-  const auto load_step = [&](Step<kFp8>& st, int b) {
-    const bool live = b < geo.steps;
+  // K step b of tile `tile` for this warp: rows gid and gid + 8 of each 16-row MMA tile (stage 1: tile 0 the
+  // gate rows, tile 1 the up rows of the same h columns), and each MMA tile's block scale (its 16 rows share
+  // one 128-row block). Past the block's tiles or the K steps: zeros, nothing read.
+  const auto load_step = [&](Step<kFp8>& st, int tile, int b) {
+    const bool live = tile < tile_end && b < geo.steps;
+    const int out0 = warp_out0(tile);
 #pragma unroll
     for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-      for (int sp = 0; sp < 2; ++sp) {
-        const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
+      for (int hh = 0; hh < 2; ++hh) {
+        bool row_ok;
+        const uint8_t* row;
+        if (kStage == 1) {
+          const int col = out0 + gid + 8 * hh;
+          row_ok = col < P;
+          row = a.w.w13 + (static_cast<size_t>(expert) * 2 * P + i * P + (row_ok ? col : 0)) * kbytes;
+        } else {
+          const int r = out0 + 16 * i + gid + 8 * hh;
+          row_ok = r < H;
+          row = a.w.w2 + (static_cast<size_t>(expert) * H + (row_ok ? r : 0)) * kbytes;
+        }
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const bool ok = live && wok[i][hh] && off >= 0 && off < kbytes;
-          st.v[i][sp][hh] = ok ? load_stream16(wrow[i][hh] + off) : make_uint4(0u, 0u, 0u, 0u);
+        for (int sp = 0; sp < 2; ++sp) {
+          const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
+          const bool ok = live && row_ok && off >= 0 && off < kbytes;
+          st.v[i][sp][hh] = ok ? load_stream16(row + off) : make_uint4(0u, 0u, 0u, 0u);
         }
       }
-      if (kFp8) st.s[i] = live ? __ldg(wscale[i] + b) : 0.0f;
+      if (kFp8) {
+        const float* base = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+        const float* srow =
+            kStage == 1 ? base + (static_cast<size_t>(expert) * 2 * SB + i * SB +
+                                  (min(out0, P - 1) + a.w.phase) / 128) *
+                                     hb
+                        : base + (static_cast<size_t>(expert) * hb + min(out0 + 16 * i, H - 1) / 128) * SB;
+        st.s[i] = live ? __ldg(srow + b) : 0.0f;
+      }
     }
   };
 
-  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* act = smem;                                                          // [kTokens][row_bytes]
   float* act_scale = reinterpret_cast<float*>(smem + kTokens * geo.row_bytes);  // fp8: [kTokens][steps]
-  float* red = reinterpret_cast<float*>(smem);  // after the MMAs: [warp][kAcc][32], over the staged rows
+  float* red = reinterpret_cast<float*>(smem + geo.red_offset);                 // [warp][kAcc][32]
 
-  Step<kFp8> ahead[kDepth];
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
+  // One K step of weights in flight ahead of the MMAs (4 KB per warp): with two blocks per SM that is 64 KB
+  // per SM, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) fits in one wave; two steps took
+  // ~170 registers, one block per SM.
+  Step<kFp8> ahead;
+  load_step(ahead, tile_begin, wk);
   if (kStage == 2) pdl_wait();
   pdl_trigger();
+  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
 
   for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
     const int nt = min(kTokens, pair_end - p0);
-    if (p0 != pair_begin) {
-#pragma unroll
-      for (int d = 0; d < kDepth; ++d) load_step(ahead[d], wk + d * kKGroups);
-    }
+    if (p0 != pair_begin) load_step(ahead, tile_begin, wk);
     stage_tokens<kFp8, kStage, kTokens>(a, act, act_scale, p0, nt);
     __syncthreads();
 
-    float acc[kTiles][kNT][4];
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[i][n][c] = 0.0f;
-
-    for (int b = wk; b < geo.steps; b += kKGroups) {
-      const Step<kFp8> cur = ahead[0];
-#pragma unroll
-      for (int d = 0; d + 1 < kDepth; ++d) ahead[d] = ahead[d + 1];
-      load_step(ahead[kDepth - 1], b + kDepth * kKGroups);
-
-      float part[kTiles][kNT][4];
+    for (int tile = tile_begin; tile < tile_end; ++tile) {
+      float acc[kTiles][kNT][4];
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
 #pragma unroll
         for (int n = 0; n < kNT; ++n)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) part[i][n][c] = 0.0f;
+          for (int c = 0; c < 4; ++c) acc[i][n][c] = 0.0f;
+
+      for (int b = wk; b < geo.steps; b += kKGroups) {
+        const Step<kFp8> cur = ahead;
+        // The next step, or the next tile's first: it streams during this tile's last step and epilogue.
+        const bool last = b + kKGroups >= geo.steps;
+        load_step(ahead, last ? tile + 1 : tile, last ? wk : b + kKGroups);
+
+        float part[kTiles][kNT][4];
 #pragma unroll
-      for (int sp = 0; sp < 2; ++sp) {
-        uint4 bv[kNT];
+        for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-        for (int n = 0; n < kNT; ++n)
-          bv[n] = *reinterpret_cast<const uint4*>(act + (8 * n + gid) * geo.row_bytes + b * kStepBytes +
-                                                  sp * 64 + tig * 16);
+          for (int n = 0; n < kNT; ++n)
 #pragma unroll
-        for (int i = 0; i < kTiles; ++i) {
-          const uint4 lo = cur.v[i][sp][0], hi = cur.v[i][sp][1];
-          const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+            for (int c = 0; c < 4; ++c) part[i][n][c] = 0.0f;
 #pragma unroll
-          for (int n = 0; n < kNT; ++n) {
-            float(&d)[4] = kFp8 ? part[i][n] : acc[i][n];
-            const uint32_t b0[2] = {bv[n].x, bv[n].y}, b1[2] = {bv[n].z, bv[n].w};
-            mma_16x8x32B<kFp8>(d, a0, b0);
-            mma_16x8x32B<kFp8>(d, a1, b1);
-          }
-        }
-      }
-      if (kFp8) {
+        for (int sp = 0; sp < 2; ++sp) {
+          uint4 bv[kNT];
 #pragma unroll
-        for (int n = 0; n < kNT; ++n) {
-          const float s0 = act_scale[(8 * n + 2 * tig) * geo.steps + b];
-          const float s1 = act_scale[(8 * n + 2 * tig + 1) * geo.steps + b];
+          for (int n = 0; n < kNT; ++n)
+            bv[n] = *reinterpret_cast<const uint4*>(act + (8 * n + gid) * geo.row_bytes + b * kStepBytes +
+                                                    sp * 64 + tig * 16);
 #pragma unroll
           for (int i = 0; i < kTiles; ++i) {
-            acc[i][n][0] = fmaf(part[i][n][0], cur.s[i] * s0, acc[i][n][0]);
-            acc[i][n][1] = fmaf(part[i][n][1], cur.s[i] * s1, acc[i][n][1]);
-            acc[i][n][2] = fmaf(part[i][n][2], cur.s[i] * s0, acc[i][n][2]);
-            acc[i][n][3] = fmaf(part[i][n][3], cur.s[i] * s1, acc[i][n][3]);
+            const uint4 lo = cur.v[i][sp][0], hi = cur.v[i][sp][1];
+            const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+            for (int n = 0; n < kNT; ++n) {
+              float(&d)[4] = kFp8 ? part[i][n] : acc[i][n];
+              const uint32_t b0[2] = {bv[n].x, bv[n].y}, b1[2] = {bv[n].z, bv[n].w};
+              mma_16x8x32B<kFp8>(d, a0, b0);
+              mma_16x8x32B<kFp8>(d, a1, b1);
+            }
+          }
+        }
+        if (kFp8) {
+#pragma unroll
+          for (int n = 0; n < kNT; ++n) {
+            const float s0 = act_scale[(8 * n + 2 * tig) * geo.steps + b];
+            const float s1 = act_scale[(8 * n + 2 * tig + 1) * geo.steps + b];
+#pragma unroll
+            for (int i = 0; i < kTiles; ++i) {
+              acc[i][n][0] = fmaf(part[i][n][0], cur.s[i] * s0, acc[i][n][0]);
+              acc[i][n][1] = fmaf(part[i][n][1], cur.s[i] * s1, acc[i][n][1]);
+              acc[i][n][2] = fmaf(part[i][n][2], cur.s[i] * s0, acc[i][n][2]);
+              acc[i][n][3] = fmaf(part[i][n][3], cur.s[i] * s1, acc[i][n][3]);
+            }
           }
         }
       }
-    }
 
-    __syncthreads();  // every warp is done with the staged rows: the reduction reuses their memory
 #pragma unroll
-    for (int i = 0; i < kTiles; ++i)
+      for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-      for (int n = 0; n < kNT; ++n)
+        for (int n = 0; n < kNT; ++n)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) red[(warp * kAcc + (i * kNT + n) * 4 + c) * 32 + lane] = acc[i][n][c];
-    __syncthreads();
+          for (int c = 0; c < 4; ++c) red[(warp * kAcc + (i * kNT + n) * 4 + c) * 32 + lane] = acc[i][n][c];
+      __syncthreads();
 
-    // Warp k of a row group finishes the (n, c) outputs u = k, k + 4, ...: the four K groups' sums in order.
-    const auto total = [&](int i, int n, int c) {
-      float v = 0.0f;
+      // Warp k of a row group finishes the (n, c) outputs u = k, k + 4, ...: the four K groups' sums in
+      // order.
+      const int out0 = warp_out0(tile);
+      const auto total = [&](int i, int n, int c) {
+        float v = 0.0f;
 #pragma unroll
-      for (int k = 0; k < kKGroups; ++k)
-        v += red[((wr * kKGroups + k) * kAcc + (i * kNT + n) * 4 + c) * 32 + lane];
-      return v;
-    };
-    for (int u = wk; u < kNT * 4; u += kKGroups) {
-      const int n = u / 4, c = u % 4;
-      const int t = 8 * n + 2 * tig + (c & 1), r = gid + 8 * (c >> 1);
-      if (t >= nt) continue;
-      const size_t pair = static_cast<size_t>(a.g.sorted_pairs[p0 + t]);
-      if (kStage == 1) {
-        const int col = out0 + r;
-        if (col >= P) continue;
-        float g = total(0, n, c), up = total(1, n, c);
-        if (a.w.w13_bias) {
-          g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
-          up += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
-        }
-        a.h[pair * P + col] = f32_to_bf16(gated_activation(a.act, g, up));
-      } else {
+        for (int k = 0; k < kKGroups; ++k)
+          v += red[((wr * kKGroups + k) * kAcc + (i * kNT + n) * 4 + c) * 32 + lane];
+        return v;
+      };
+      for (int u = wk; u < kNT * 4; u += kKGroups) {
+        const int n = u / 4, c = u % 4;
+        const int t = 8 * n + 2 * tig + (c & 1), r = gid + 8 * (c >> 1);
+        if (t >= nt) continue;
+        const size_t pair = static_cast<size_t>(a.g.sorted_pairs[p0 + t]);
+        if (kStage == 1) {
+          const int col = out0 + r;
+          if (col >= P) continue;
+          float g = total(0, n, c), up = total(1, n, c);
+          if (a.w.w13_bias) {
+            g += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + col];
+            up += a.w.w13_bias[static_cast<size_t>(expert) * 2 * P + P + col];
+          }
+          a.h[pair * P + col] = f32_to_bf16(gated_activation(a.act, g, up));
+        } else {
 #pragma unroll
-        for (int i = 0; i < kTiles; ++i) {
-          const int row = out0 + 16 * i + r;
-          if (row >= H) continue;
-          float v = total(i, n, c);
-          if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + row];
-          a.y[pair * H + row] = v;
+          for (int i = 0; i < kTiles; ++i) {
+            const int row = out0 + 16 * i + r;
+            if (row >= H) continue;
+            float v = total(i, n, c);
+            if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(expert) * H + row];
+            a.y[pair * H + row] = v;
+          }
         }
       }
+      __syncthreads();  // the reduction is read before the next tile writes it (and the staged rows before
+                        // the next pass overwrites them)
     }
-    __syncthreads();  // the next pass stages its rows over the reduction
   }
 }
 
@@ -317,11 +320,13 @@ Geometry geometry(const ExpertWeightsDev& w, int stage) {
   return g;
 }
 
-size_t smem_bytes(const Geometry& g, bool fp8, int nt) {
+// The staged token rows (and fp8 scales), then the cross-warp reduction.
+size_t staged_bytes(const Geometry& g, bool fp8, int nt) {
   const size_t tokens = 8 * static_cast<size_t>(nt);
-  const size_t staged = tokens * g.row_bytes + (fp8 ? tokens * g.steps * 4 : 0);
-  const size_t red = static_cast<size_t>(kWarps) * kTiles * nt * 4 * 32 * 4;
-  return std::max(staged, red);
+  return (tokens * g.row_bytes + (fp8 ? tokens * g.steps * 4 : 0) + 15) / 16 * 16;
+}
+size_t smem_bytes(const Geometry& g, bool fp8, int nt) {
+  return staged_bytes(g, fp8, nt) + static_cast<size_t>(kWarps) * kTiles * nt * 4 * 32 * 4;
 }
 
 // 8-token column tiles per pass: enough for the call's estimated busiest expert, within shared memory.
@@ -334,11 +339,24 @@ int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
   return nt;
 }
 
+// Row tiles per block: enough that the call's blocks fill about one wave (two per SM, or one for the 32-token
+// passes), so the blocks of a call with many experts reuse their staged tokens over several tiles instead of
+// running many short waves. It never changes a dot product.
+int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
+  const long slots = static_cast<long>(sm_count()) * blocks_per_sm;
+  const long per = (static_cast<long>(groups) * tiles + slots - 1) / slots;
+  return static_cast<int>(std::min<long>(std::max<long>(per, 1), tiles));
+}
+
 template <bool kFp8, int kStage, int kNT>
-void launch(const SwapAbArgs& k, int groups, cudaStream_t stream) {
+void launch(SwapAbArgs k, int groups, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
-  const int per_block = (kStage == 1 ? 16 : 32) * kRowGroups;
-  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>((out + per_block - 1) / per_block));
+  const int per_tile = (kStage == 1 ? 16 : 32) * kRowGroups;
+  const int tiles = (out + per_tile - 1) / per_tile;
+  k.tiles_per_block = tiles_per_block(groups, tiles, kNT == 4 ? 1 : 2);
+  k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
+  const dim3 grid(static_cast<unsigned>(groups),
+                  static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block));
   const size_t smem = smem_bytes(k.geo, kFp8, kNT);
   auto kernel = swap_ab_kernel<kFp8, kStage, kNT>;
   MOE_CUDA_CHECK(
