@@ -296,7 +296,7 @@ bool auto_takes_fused(const DeviceMoeLayer& layer, int M) {
 int mma_min_tokens() {
   static const int threshold = [] {
     const char* v = std::getenv("MOE_MMA_MIN_TOKENS");
-    return std::max(65, v ? std::atoi(v) : 128);
+    return std::max(65, v ? std::atoi(v) : 384);
   }();
   return threshold;
 }
@@ -338,12 +338,12 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
 }
 
 // An estimate of the most pairs one expert gets in a call (it sizes the swap-AB token passes, never the
-// arithmetic): the mean plus three standard deviations of a uniform routing, for the routed experts; every
-// token for the shared expert.
+// arithmetic): the mean plus two standard deviations of a uniform routing, for the routed experts (a busier
+// expert makes a second pass); every token for the shared expert.
 int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
   if (shared) return M;
   const double mean = static_cast<double>(M) * top_k / std::max(1, experts);
-  return std::min(M, static_cast<int>(mean + 3.0 * std::sqrt(mean)) + 1);
+  return std::min(M, static_cast<int>(mean + 2.0 * std::sqrt(mean)) + 1);
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };

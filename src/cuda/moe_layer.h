@@ -99,7 +99,8 @@ bool fused_by_default();
 bool stage2_combine_by_default();
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
-// The Auto threshold: 128 by default, or MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
+// The Auto threshold: 384 by default (where the swap-AB stages stop being faster on the H200), or
+// MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
 
 // For measuring (the model's MOE_STEP_STAMPS): called on the host after each of the op's launches with the

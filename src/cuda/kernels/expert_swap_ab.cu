@@ -1,13 +1,13 @@
 // The swap-AB tensor-core stages of expert_swap_ab.h.
 //
-// A block is one active expert x a run of row tiles: two row groups of warps, each owning two 16-row MMA tiles
-// of a row tile (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g and u
-// of the same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps k,
-// k + 4, ... (one fp8 scale block each). The block stages its expert's tokens once and walks its tiles; a
+// A block is one active expert x a run of row tiles: two row groups of warps, each owning two 16-row MMA
+// tiles of a row tile (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g
+// and u of the same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps
+// k, k + 4, ... (one fp8 scale block each). The block stages its expert's tokens once and walks its tiles; a
 // step's weights go straight from global memory into registers, one step ahead of the MMAs (across tile
-// boundaries too), with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes of
-// rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order that
-// the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
+// boundaries too), with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes
+// of rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order
+// that the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
 // unchanged. fp8: each step's raw MMA sum is scaled by its block's weight and activation scales, as the
 // reference groups it. The four K groups' sums are added in warp order through shared memory: no split K
 // across blocks, no atomics, the same bits on every run, and a token's bits never depend on the other tokens
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
@@ -30,16 +31,16 @@
 namespace moe::cuda {
 namespace {
 
-constexpr int kRowGroups = 2;  // warps along the weight rows
-constexpr int kKGroups = 4;    // warps along K
-constexpr int kWarps = kRowGroups * kKGroups;
+// The block's eight warps split as kRowGroups along the weight rows x kKGroups along K (4 or 8, fixed per
+// layer shape by the K length, never by M: it fixes each dot product's summation order).
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTiles = 2;        // 16-row MMA tiles per warp
 constexpr int kStepBytes = 128;  // one K step: an fp8 scale block, or 64 bf16 values
 // Staged token rows are 64 bytes past a multiple of 128 apart, so a quarter warp's 16-byte reads (two rows,
 // 64 bytes each) fall in distinct banks.
 constexpr int kRowPad = 64;
-constexpr size_t kMaxSmem = 160 * 1024;
+constexpr size_t kMaxSmem = 200 * 1024;  // of the 227 KB a block may have
 
 // The K geometry of one stage: K elements of esz bytes, starting `phase` elements into the 128 grid (fp8
 // stage 2 of a tensor-parallel shard), in `steps` steps of 128 bytes.
@@ -117,8 +118,9 @@ __device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale
   }
 }
 
-template <bool kFp8, int kStage, int kNT>
+template <bool kFp8, int kStage, int kNT, int kKGroups>
 __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
+  constexpr int kRowGroups = kWarps / kKGroups;
   constexpr int kTokens = 8 * kNT;
   constexpr int kAcc = kTiles * kNT * 4;  // accumulators per lane
   // Stage 1 needs the prologue's grouping and x at once. Stage 2 reads the grouping (complete before stage 1
@@ -329,9 +331,15 @@ size_t smem_bytes(const Geometry& g, bool fp8, int nt) {
   return staged_bytes(g, fp8, nt) + static_cast<size_t>(kWarps) * kTiles * nt * 4 * 32 * 4;
 }
 
-// 8-token column tiles per pass: enough for the call's estimated busiest expert, within shared memory.
+// 8-token column tiles per pass: enough for the call's estimated busiest expert, within shared memory;
+// MOE_SWAP_AB_PASS_TOKENS (8, 16 or 32, read once) forces the pass size, for measuring.
 int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
+  static const int forced = [] {
+    const char* v = std::getenv("MOE_SWAP_AB_PASS_TOKENS");
+    return v ? std::atoi(v) : 0;
+  }();
   const bool fp8 = w.format == WFormat::Fp8Block;
+  if (forced == 8 || forced == 16 || forced == 32) max_pairs = forced;
   int nt = max_pairs <= 8 ? 1 : max_pairs <= 16 ? 2 : 4;
   while (nt > 1 &&
          (smem_bytes(geometry(w, 1), fp8, nt) > kMaxSmem || smem_bytes(geometry(w, 2), fp8, nt) > kMaxSmem))
@@ -348,17 +356,17 @@ int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
   return static_cast<int>(std::min<long>(std::max<long>(per, 1), tiles));
 }
 
-template <bool kFp8, int kStage, int kNT>
+template <bool kFp8, int kStage, int kNT, int kKGroups>
 void launch(SwapAbArgs k, int groups, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
-  const int per_tile = (kStage == 1 ? 16 : 32) * kRowGroups;
+  const int per_tile = (kStage == 1 ? 16 : 32) * (kWarps / kKGroups);
   const int tiles = (out + per_tile - 1) / per_tile;
   k.tiles_per_block = tiles_per_block(groups, tiles, kNT == 4 ? 1 : 2);
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   const dim3 grid(static_cast<unsigned>(groups),
                   static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block));
   const size_t smem = smem_bytes(k.geo, kFp8, kNT);
-  auto kernel = swap_ab_kernel<kFp8, kStage, kNT>;
+  auto kernel = swap_ab_kernel<kFp8, kStage, kNT, kKGroups>;
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, k);
@@ -381,11 +389,21 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
     k.in = reinterpret_cast<const uint8_t*>(a.h);
   }
   const int nt = column_tiles(a.w, in.max_pairs_per_expert);
+  // Long K (qwen3-235b-a22b-tp8's stage 1: 32 steps; DeepSeek's H = 7168: 56 or 112) over few row tiles left
+  // each of four K warps a long chain of steps at one token: eight K warps halve it.
+  const bool wide_k = k.geo.steps >= 24;
   const auto go = [&](auto fp8_tag) {
     constexpr bool kFp8 = decltype(fp8_tag)::value;
-    if (nt == 1) return launch<kFp8, kStage, 1>(k, a.max_groups, stream);
-    if (nt == 2) return launch<kFp8, kStage, 2>(k, a.max_groups, stream);
-    launch<kFp8, kStage, 4>(k, a.max_groups, stream);
+    const auto with_nt = [&](auto kg) {
+      constexpr int kKG = decltype(kg)::value;
+      if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, stream);
+      if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, stream);
+      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, stream);
+    };
+    if (wide_k)
+      with_nt(std::integral_constant<int, 8>{});
+    else
+      with_nt(std::integral_constant<int, 4>{});
   };
   if (fp8)
     go(std::true_type{});
