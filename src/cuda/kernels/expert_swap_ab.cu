@@ -198,9 +198,12 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   pdl_trigger();
   const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
 
-  for (int p0 = pair_begin; p0 < pair_end; p0 += kTokens) {
+  // Passes z, z + Z, ... of the expert's pairs (Z = gridDim.z: 1 for the routed experts; for the shared
+  // expert, which serves every token, its passes spread over the grid).
+  const int first = pair_begin + static_cast<int>(blockIdx.z) * kTokens;
+  for (int p0 = first; p0 < pair_end; p0 += static_cast<int>(gridDim.z) * kTokens) {
     const int nt = min(kTokens, pair_end - p0);
-    if (p0 != pair_begin) load_step(ahead, tile_begin, wk);
+    if (p0 != first) load_step(ahead, tile_begin, wk);
     stage_tokens<kFp8, kStage, kTokens>(a, act, act_scale, p0, nt);
     __syncthreads();
 
@@ -357,14 +360,15 @@ int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
 }
 
 template <bool kFp8, int kStage, int kNT, int kKGroups>
-void launch(SwapAbArgs k, int groups, cudaStream_t stream) {
+void launch(SwapAbArgs k, int groups, int passes, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   const int per_tile = (kStage == 1 ? 16 : 32) * (kWarps / kKGroups);
   const int tiles = (out + per_tile - 1) / per_tile;
-  k.tiles_per_block = tiles_per_block(groups, tiles, kNT == 4 ? 1 : 2);
+  k.tiles_per_block = tiles_per_block(groups * passes, tiles, kNT == 4 ? 1 : 2);
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   const dim3 grid(static_cast<unsigned>(groups),
-                  static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block));
+                  static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block),
+                  static_cast<unsigned>(passes));
   const size_t smem = smem_bytes(k.geo, kFp8, kNT);
   auto kernel = swap_ab_kernel<kFp8, kStage, kNT, kKGroups>;
   MOE_CUDA_CHECK(
@@ -388,7 +392,12 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   } else {
     k.in = reinterpret_cast<const uint8_t*>(a.h);
   }
-  const int nt = column_tiles(a.w, in.max_pairs_per_expert);
+  // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
+  // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
+  const bool one_expert = a.max_groups == 1;
+  const int nt = one_expert ? std::min(2, column_tiles(a.w, in.max_pairs_per_expert))
+                            : column_tiles(a.w, in.max_pairs_per_expert);
+  const int passes = one_expert ? (in.max_pairs_per_expert + 8 * nt - 1) / (8 * nt) : 1;
   // Long K (qwen3-235b-a22b-tp8's stage 1: 32 steps; DeepSeek's H = 7168: 56 or 112) over few row tiles left
   // each of four K warps a long chain of steps at one token: eight K warps halve it.
   const bool wide_k = k.geo.steps >= 24;
@@ -396,9 +405,9 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
     constexpr bool kFp8 = decltype(fp8_tag)::value;
     const auto with_nt = [&](auto kg) {
       constexpr int kKG = decltype(kg)::value;
-      if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, stream);
-      if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, stream);
-      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, stream);
+      if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, passes, stream);
+      if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, passes, stream);
+      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, stream);
     };
     if (wide_k)
       with_nt(std::integral_constant<int, 8>{});
