@@ -323,6 +323,15 @@ bool use_stream(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Activ
   return !layer.shared() || stream_supported(layer.shared()->view, act.quant);
 }
 
+// An estimate of the most pairs one expert gets in a call (it sizes the swap-AB token passes, never the
+// arithmetic): the mean plus two standard deviations of a uniform routing, for the routed experts (a busier
+// expert makes a second pass); every token for the shared expert.
+int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
+  if (shared) return M;
+  const double mean = static_cast<double>(M) * top_k / std::max(1, experts);
+  return std::min(M, static_cast<int>(mean + 2.0 * std::sqrt(mean)) + 1);
+}
+
 // The swap-AB tensor-core stages (expert_swap_ab.h) when forced, or for Auto below the grouped-GEMM
 // threshold, for both projections (routed and shared). fp8 needs the prologue's codes of x, which the
 // workspace holds for the formats that have tensor-core paths.
@@ -334,16 +343,14 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (path != GemmPath::SwapAb && !auto_takes) return false;
   if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
   if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
-  return !layer.shared() || swap_ab_supported(layer.shared()->view, act.quant);
-}
-
-// An estimate of the most pairs one expert gets in a call (it sizes the swap-AB token passes, never the
-// arithmetic): the mean plus two standard deviations of a uniform routing, for the routed experts (a busier
-// expert makes a second pass); every token for the shared expert.
-int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
-  if (shared) return M;
-  const double mean = static_cast<double>(M) * top_k / std::max(1, experts);
-  return std::min(M, static_cast<int>(mean + 2.0 * std::sqrt(mean)) + 1);
+  if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
+  if (path == GemmPath::SwapAb || M < 128) return true;
+  // From 128 tokens Auto keeps the swap-AB stages only where they measured faster than the grouped GEMM on
+  // the H200: the busiest expert in one pass, and H <= 4096 (DeepSeek's H = 7168 fits one block per SM and
+  // was slower at M = 256: 1467 vs 1048 us fp8).
+  const int K = layer.config().router.top_k;
+  return layer.hidden() <= 4096 && busiest_expert_pairs(M, K, layer.num_experts(), false) <=
+                                       swap_ab_max_pass_tokens(layer.experts().view);
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };

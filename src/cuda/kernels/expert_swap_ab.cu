@@ -422,6 +422,10 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 
 }  // namespace
 
+int swap_ab_max_pass_tokens(const ExpertWeightsDev& w) {
+  return 8 * column_tiles(w, 1 << 30);
+}
+
 bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q) {
   const bool formats =
       (w.format == WFormat::Bf16 && q == AQuant::None) || (w.format == WFormat::Fp8Block && q == AQuant::Fp8);
