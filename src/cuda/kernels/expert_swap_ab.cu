@@ -118,6 +118,16 @@ __device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale
   }
 }
 
+template <int kNT>
+__device__ __forceinline__ void zero(float (&v)[kTiles][kNT][4]) {
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) v[i][n][c] = 0.0f;
+}
+
 template <bool kFp8, int kStage, int kNT, int kKGroups>
 __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
   constexpr int kRowGroups = kWarps / kKGroups;
@@ -209,12 +219,7 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
 
     for (int tile = tile_begin; tile < tile_end; ++tile) {
       float acc[kTiles][kNT][4];
-#pragma unroll
-      for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-        for (int n = 0; n < kNT; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) acc[i][n][c] = 0.0f;
+      zero(acc);
 
       for (int b = wk; b < geo.steps; b += kKGroups) {
         const Step<kFp8> cur = ahead;
@@ -223,12 +228,7 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
         load_step(ahead, last ? tile + 1 : tile, last ? wk : b + kKGroups);
 
         float part[kTiles][kNT][4];
-#pragma unroll
-        for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-          for (int n = 0; n < kNT; ++n)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) part[i][n][c] = 0.0f;
+        zero(part);
 #pragma unroll
         for (int sp = 0; sp < 2; ++sp) {
           uint4 bv[kNT];
