@@ -303,12 +303,14 @@ int mma_min_tokens() {
 
 namespace {
 
+// swap_ab_declined: Auto takes the grouped GEMM from 128 tokens wherever the swap-AB stages do not run.
 bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
-             GemmPath path) {
+             GemmPath path, bool swap_ab_declined) {
   if (path == GemmPath::Gemv || path == GemmPath::Stream || path == GemmPath::SwapAb ||
       ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
-  return path == GemmPath::Mma || M >= mma_min_tokens();
+  return path == GemmPath::Mma || M >= mma_min_tokens() ||
+         (path == GemmPath::Auto && M >= 128 && swap_ab_declined);
 }
 
 // The streaming tensor-core stages need the fp8 codes of x, which the workspace holds for the formats that
@@ -466,11 +468,14 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
   // codes for the streaming stages; the grouped GEMM quantises x itself.
-  const bool mma = use_mma(ws, act, layer.experts().view, M, path);
-  const StagePath stages = mma                                    ? StagePath::Mma
-                           : use_stream(layer, ws, act, path)     ? StagePath::Stream
-                           : use_swap_ab(layer, ws, act, M, path) ? StagePath::SwapAb
-                                                                  : StagePath::Gemv;
+  // Auto from 128 tokens: the grouped GEMM wherever the swap-AB stages decline (the GEMV was Auto's path
+  // below 128 only before the swap-AB stages existed).
+  const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
+  const bool mma = use_mma(ws, act, layer.experts().view, M, path, !swap_ab);
+  const StagePath stages = mma                                ? StagePath::Mma
+                           : use_stream(layer, ws, act, path) ? StagePath::Stream
+                           : swap_ab                          ? StagePath::SwapAb
+                                                              : StagePath::Gemv;
   ra.quant = act.quant;
   ra.xq = stages == StagePath::Gemv ? ws.xq.as<float>() : nullptr;
   if ((stages == StagePath::Stream || stages == StagePath::SwapAb) && act.quant == AQuant::Fp8) {
