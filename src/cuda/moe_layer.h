@@ -80,7 +80,8 @@ class MoeWorkspace {
 
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
 // M <= kFusedMaxTokens where it applies and MOE_FUSED=1; the tensor-core grouped GEMM (expert_mma.h) when the
-// formats have one and M is at least mma_min_tokens(); below that the swap-AB tensor-core stages
+// formats have one and M is at least mma_min_tokens(), or from 128 tokens where the swap-AB stages decline
+// (H > 4096, or the busiest expert needs more than one pass); below that the swap-AB tensor-core stages
 // (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch invariant
 // over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused / SwapAb force
 // a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages (expert_stream.h: bf16 and
