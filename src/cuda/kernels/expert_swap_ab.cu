@@ -1,18 +1,19 @@
 // The swap-AB tensor-core stages of expert_swap_ab.h.
 //
-// A block is one active expert x a run of row tiles: two row groups of warps, each owning two 16-row MMA
-// tiles of a row tile (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g
-// and u of the same h element; stage 2: 32 output rows), and four K groups: warp k takes the 128-byte K steps
-// k, k + 4, ... (one fp8 scale block each). The block stages its expert's tokens once and walks its tiles; a
-// step's weights go straight from global memory into registers, one step ahead of the MMAs (across tile
-// boundaries too), with no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes
-// of rows gid and gid + 8 at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order
-// that the staged token rows (the B side, read from shared memory the same way) share, so each dot product is
-// unchanged. fp8: each step's raw MMA sum is scaled by its block's weight and activation scales, as the
-// reference groups it. The four K groups' sums are added in warp order through shared memory: no split K
-// across blocks, no atomics, the same bits on every run, and a token's bits never depend on the other tokens
-// of its pass (each MMA output column is its own dot product), on the pass size or on the tiles per block, so
-// the stages are batch invariant.
+// A block is one active expert x a run of row tiles, and eight warps: two row groups x four K groups, or one
+// row group x eight K groups for a stage of 24 or more K steps. A row group owns two 16-row MMA tiles of a
+// row tile (stage 1: the gate rows and the up rows of the same 16 h columns, so one thread holds g and u of
+// the same h element; stage 2: 32 output rows); K group k takes the 128-byte K steps k, k + G, ... (one fp8
+// scale block each). The block stages its expert's tokens once and walks its tiles; a step's weights go
+// straight from global memory into registers, one step ahead of the MMAs (across tile boundaries too), with
+// no shared-memory round trip: in a 64-byte span of K, lane (gid, tig) loads 16 bytes of rows gid and gid + 8
+// at byte 16 * tig, and the span's two MMAs take those bytes in a permuted K order that the staged token rows
+// (the B side, read from shared memory the same way) share, so each dot product is unchanged. fp8: each
+// step's raw MMA sum is scaled by its block's weight and activation scales, as the reference groups it. The K
+// groups' sums are added in warp order through shared memory: no split K across blocks, no atomics, the same
+// bits on every run, and a token's bits never depend on the other tokens of its pass (each MMA output column
+// is its own dot product), on the pass size, on the tiles per block or on which block takes a pass, so the
+// stages are batch invariant.
 #include "cuda/kernels/expert_swap_ab.h"
 
 #include <algorithm>
