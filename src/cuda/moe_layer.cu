@@ -303,14 +303,19 @@ int mma_min_tokens() {
 
 namespace {
 
-// swap_ab_declined: Auto takes the grouped GEMM from 128 tokens wherever the swap-AB stages do not run.
+// Below this many tokens the swap-AB stages measured faster than the grouped GEMM on every shape (H200); from
+// here to mma_min_tokens() Auto picks between them by the layer's shape (use_swap_ab).
+constexpr int kSwapAbAlwaysBelow = 128;
+
+// swap_ab_declined: Auto takes the grouped GEMM from kSwapAbAlwaysBelow tokens wherever the swap-AB stages do
+// not run.
 bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
              GemmPath path, bool swap_ab_declined) {
   if (path == GemmPath::Gemv || path == GemmPath::Stream || path == GemmPath::SwapAb ||
       ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
   return path == GemmPath::Mma || M >= mma_min_tokens() ||
-         (path == GemmPath::Auto && M >= 128 && swap_ab_declined);
+         (path == GemmPath::Auto && M >= kSwapAbAlwaysBelow && swap_ab_declined);
 }
 
 // The streaming tensor-core stages need the fp8 codes of x, which the workspace holds for the formats that
@@ -346,8 +351,8 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
   if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
   if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
-  if (path == GemmPath::SwapAb || M < 128) return true;
-  // From 128 tokens Auto keeps the swap-AB stages only where they measured faster than the grouped GEMM on
+  if (path == GemmPath::SwapAb || M < kSwapAbAlwaysBelow) return true;
+  // From there Auto keeps the swap-AB stages only where they measured faster than the grouped GEMM on
   // the H200: the busiest expert in one pass, and H <= 4096 (DeepSeek's H = 7168 fits one block per SM and
   // was slower at M = 256: 1467 vs 1048 us fp8).
   const int K = layer.config().router.top_k;
@@ -468,8 +473,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
   // codes for the streaming stages; the grouped GEMM quantises x itself.
-  // Auto from 128 tokens: the grouped GEMM wherever the swap-AB stages decline (the GEMV was Auto's path
-  // below 128 only before the swap-AB stages existed).
+  // Auto from kSwapAbAlwaysBelow tokens: the grouped GEMM wherever the swap-AB stages decline.
   const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
   const bool mma = use_mma(ws, act, layer.experts().view, M, path, !swap_ab);
   const StagePath stages = mma                                ? StagePath::Mma

@@ -43,6 +43,19 @@ constexpr int kStepBytes = 128;  // one K step: an fp8 scale block, or 64 bf16 v
 constexpr int kRowPad = 64;
 constexpr size_t kMaxSmem = 200 * 1024;  // of the 227 KB a block may have
 
+// Rows of one row group's part of a row tile: 16 h columns (stage 1: their gate and up rows) or 32 output
+// rows (stage 2); a row tile is this times the row groups (kWarps / K groups). Kernel and launcher share it.
+constexpr int warp_tile_rows(int stage) {
+  return stage == 1 ? 16 : 32;
+}
+constexpr int tile_rows(int stage, int k_groups) {
+  return warp_tile_rows(stage) * (kWarps / k_groups);
+}
+// Blocks per SM the kernel is built for: the 32-token passes take more than 128 registers.
+constexpr int blocks_per_sm(int column_tiles) {
+  return column_tiles == 4 ? 1 : 2;
+}
+
 // The K geometry of one stage: K elements of esz bytes, starting `phase` elements into the 128 grid (fp8
 // stage 2 of a tensor-parallel shard), in `steps` steps of 128 bytes.
 struct Geometry {
@@ -130,7 +143,7 @@ __device__ __forceinline__ void zero(float (&v)[kTiles][kNT][4]) {
 }
 
 template <bool kFp8, int kStage, int kNT, int kKGroups>
-__global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(SwapAbArgs a) {
+__global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(SwapAbArgs a) {
   constexpr int kRowGroups = kWarps / kKGroups;
   constexpr int kTokens = 8 * kNT;
   constexpr int kAcc = kTiles * kNT * 4;  // accumulators per lane
@@ -147,10 +160,9 @@ __global__ void __launch_bounds__(kThreads, kNT == 4 ? 1 : 2) swap_ab_kernel(Swa
   const int wr = warp / kKGroups, wk = warp % kKGroups;
   const int H = a.w.hidden, P = a.w.inter, hb = (H + 127) / 128, SB = a.w.scale_blocks;
   const int kbytes = geo.k_elems * geo.esz, phase_bytes = geo.phase * geo.esz;
-  // A row tile: 16 h columns (stage 1) or 32 output rows (stage 2) per row group of warps. The block takes
-  // tiles_per_block consecutive tiles of its expert, so the staged tokens serve them all.
-  constexpr int kWarpRows = kStage == 1 ? 16 : 32;
-  const int tiles = ((kStage == 1 ? P : H) + kWarpRows * kRowGroups - 1) / (kWarpRows * kRowGroups);
+  // The block takes tiles_per_block consecutive row tiles of its expert, so the staged tokens serve them all.
+  constexpr int kWarpRows = warp_tile_rows(kStage), kTileRows = tile_rows(kStage, kKGroups);
+  const int tiles = ((kStage == 1 ? P : H) + kTileRows - 1) / kTileRows;
   const int tile_begin = blockIdx.y * a.tiles_per_block;
   const int tile_end = min(tiles, tile_begin + a.tiles_per_block);
   const auto warp_out0 = [&](int tile) { return (tile * kRowGroups + wr) * kWarpRows; };
@@ -335,20 +347,26 @@ size_t smem_bytes(const Geometry& g, bool fp8, int nt) {
   return staged_bytes(g, fp8, nt) + static_cast<size_t>(kWarps) * kTiles * nt * 4 * 32 * 4;
 }
 
-// 8-token column tiles per pass: enough for the call's estimated busiest expert, within shared memory;
+// The most 8-token column tiles a pass of this projection can take: 4, or fewer where both stages' staged
+// rows would not fit in shared memory.
+int max_column_tiles(const ExpertWeightsDev& w) {
+  const bool fp8 = w.format == WFormat::Fp8Block;
+  int nt = 4;
+  while (nt > 1 &&
+         (smem_bytes(geometry(w, 1), fp8, nt) > kMaxSmem || smem_bytes(geometry(w, 2), fp8, nt) > kMaxSmem))
+    nt /= 2;
+  return nt;
+}
+
+// 8-token column tiles per pass: enough for the call's estimated busiest expert, up to max_column_tiles();
 // MOE_SWAP_AB_PASS_TOKENS (8, 16 or 32, read once) forces the pass size, for measuring.
 int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
   static const int forced = [] {
     const char* v = std::getenv("MOE_SWAP_AB_PASS_TOKENS");
     return v ? std::atoi(v) : 0;
   }();
-  const bool fp8 = w.format == WFormat::Fp8Block;
   if (forced == 8 || forced == 16 || forced == 32) max_pairs = forced;
-  int nt = max_pairs <= 8 ? 1 : max_pairs <= 16 ? 2 : 4;
-  while (nt > 1 &&
-         (smem_bytes(geometry(w, 1), fp8, nt) > kMaxSmem || smem_bytes(geometry(w, 2), fp8, nt) > kMaxSmem))
-    nt /= 2;
-  return nt;
+  return std::min(max_pairs <= 8 ? 1 : max_pairs <= 16 ? 2 : 4, max_column_tiles(w));
 }
 
 // Row tiles per block: enough that the call's blocks fill about one wave (two per SM, or one for the 32-token
@@ -363,9 +381,9 @@ int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
 template <bool kFp8, int kStage, int kNT, int kKGroups>
 void launch(SwapAbArgs k, int groups, int passes, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
-  const int per_tile = (kStage == 1 ? 16 : 32) * (kWarps / kKGroups);
-  const int tiles = (out + per_tile - 1) / per_tile;
-  k.tiles_per_block = tiles_per_block(groups * passes, tiles, kNT == 4 ? 1 : 2);
+  constexpr int kTileRows = tile_rows(kStage, kKGroups);
+  const int tiles = (out + kTileRows - 1) / kTileRows;
+  k.tiles_per_block = tiles_per_block(groups * passes, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   const dim3 grid(static_cast<unsigned>(groups),
                   static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block),
@@ -424,7 +442,7 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }  // namespace
 
 int swap_ab_max_pass_tokens(const ExpertWeightsDev& w) {
-  return 8 * column_tiles(w, 1 << 30);
+  return 8 * max_column_tiles(w);
 }
 
 bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q) {
