@@ -153,15 +153,21 @@ StepPlan CudaModelBackend::plan_step(const std::vector<StepSequence>& batch) con
     v[p.off_tiles + 2 * i + 1] = tiles[i].second;
   }
   // Decode: splits of about kSplitKeys keys of the longest context this graph serves (a block of the
-  // attention takes one split of one KV head with all its query heads, 32 keys per warp and 4 warps), at most
-  // kAttentionMaxSplits. The graph's capacity is a power of two of pages, so a split holds about half to all
-  // of kSplitKeys real keys. MOE_ATTENTION_SPLIT_KEYS overrides it (to measure).
+  // attention takes one split of one KV head with all its query heads, 128 keys at a time), at most
+  // kAttentionMaxSplits, and no more than it takes to give every SM about two blocks: a batch of 64 already
+  // has hundreds of (sequence, KV head) blocks, and more splits there only shrink each block's share of the
+  // keys and add combine work. The graph's capacity is a power of two of pages, so a split holds about half
+  // to all of kSplitKeys real keys. MOE_ATTENTION_SPLIT_KEYS overrides kSplitKeys (to measure).
   static const int kSplitKeys = [] {
     const char* env = std::getenv("MOE_ATTENTION_SPLIT_KEYS");
     return env && std::atoi(env) >= 16 ? std::atoi(env) : 128;
   }();
+  // (One counter per block of a split: attention_decode_counters is the blocks a split takes.)
+  const int blocks_per_split =
+      attention_decode_counters(p.B, static_cast<int>(m_.heads), static_cast<int>(m_.kv_heads));
+  const int fill_splits = std::max(1, (2 * cuda::sm_count() + blocks_per_split - 1) / blocks_per_split);
   p.splits = std::clamp((p.max_pages * static_cast<int>(page_size_) + kSplitKeys - 1) / kSplitKeys, 1,
-                        kAttentionMaxSplits);
+                        std::min(kAttentionMaxSplits, fill_splits));
   return p;
 }
 
@@ -218,8 +224,10 @@ void CudaModelBackend::ensure_capacity(const StepPlan& p) {
     cap_batch_ = std::max(p.B, std::max(64, cap_batch_));
     partial_ = cuda::DeviceBuffer(static_cast<size_t>(cap_batch_) * static_cast<size_t>(m_.heads) *
                                   kAttentionMaxSplits * static_cast<size_t>(s.head_dim + 2) * 4);
+    // Every layer's decode-attention counters, zeroed together by the step's embedding kernel.
     attn_counters_ =
-        cuda::DeviceBuffer(static_cast<size_t>(attention_decode_counters(
+        cuda::DeviceBuffer(static_cast<size_t>(s.layers) *
+                           static_cast<size_t>(attention_decode_counters(
                                cap_batch_, static_cast<int>(m_.heads), static_cast<int>(m_.kv_heads))) *
                            4);
   }
@@ -287,7 +295,9 @@ void CudaModelBackend::run_step(const StepPlan& p) {
   // stream to the other buffer, since its other blocks still read this one; then the two swap.
   float* x = x_.as<float>();
   float* x_spare = x_spare_.as<float>();
-  embed_rows(m_.embed.as<uint16_t>(), meta.token_ids, N, H, x, stream_);
+  const int layer_counters = p.decode ? attention_decode_counters(p.B, heads, kv_heads) : 0;
+  embed_rows(m_.embed.as<uint16_t>(), meta.token_ids, N, H, x, stream_, attn_counters_.as<int>(),
+             layer_counters * static_cast<int>(s.layers));
   mark("embed");
   const float* pending_f32 = nullptr;  // the previous layer's MLP output, added before the next norm
   const uint16_t* pending_bf16 = nullptr;
@@ -305,19 +315,21 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
     }
     mark("norm+qkv");
-    qk_norm_rope_store(qkv_.as<float>(), N, heads, kv_heads, static_cast<int>(s.head_dim),
-                       L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr,
-                       L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr, eps, m_.inv_freq.as<float>(),
-                       m_.attention_scaling, meta, kv_, li, q_.as<float>(),
-                       p.decode ? attn_counters_.as<int>() : nullptr,
-                       p.decode ? attention_decode_counters(p.B, heads, kv_heads) : 0, stream_);
-    mark("qk-norm+rope+kv");
-    if (p.decode)
-      attention_decode(q_.as<float>(), meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
-                       attn_counters_.as<int>(), ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
-    else
+    const HeadNormRope nr{L.q_norm.bytes() ? L.q_norm.as<float>() : nullptr,
+                          L.k_norm.bytes() ? L.k_norm.as<float>() : nullptr, eps, m_.inv_freq.as<float>(),
+                          m_.attention_scaling};
+    if (p.decode) {
+      // The decode attention does the q/k norms, RoPE and the KV store of the new token itself.
+      attention_decode(qkv_.as<float>(), nr, meta, p.B, kv_, li, heads, p.splits, partial_.as<float>(),
+                       attn_counters_.as<int>() + static_cast<int64_t>(li) * layer_counters,
+                       ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+    } else {
+      qk_norm_rope_store(qkv_.as<float>(), N, heads, kv_heads, static_cast<int>(s.head_dim), nr, meta, kv_,
+                         li, q_.as<float>(), stream_);
+      mark("qk-norm+rope+kv");
       attention_prefill(q_.as<float>(), meta, meta_.as<int32_t>() + p.off_tiles, p.tiles, kv_, li, heads,
                         ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), stream_);
+    }
     mark("attention");
     linear(L.o, ctx_f32_.as<float>(), ctx_bf16_.as<uint16_t>(), N, y_.as<float>());
     mark("o_proj");

@@ -1,26 +1,77 @@
-// Decode attention: one query token per sequence over its whole KV (flash-decoding). A block takes one
+// Decode attention: one new token per sequence over its whole KV (flash-decoding). A block takes one
 // (sequence, KV head, split of the keys) and all the query heads that share that KV head (GQA: up to
-// kMaxHeadsPerBlock of them), so each key and value row is read once for the whole group. Inside a block a
-// warp takes 32 keys at a time, one key per lane: the lane's scores for every head of the group need no
-// shuffles, and the P·V step reads each value row coalesced. The split's result (unnormalised output, running
-// max, sum) goes to `partial`; the last block to finish a (sequence, KV head) combines all splits in split
-// order, so the result does not depend on which block is last. Lengths come from device memory, so a
-// captured graph serves every context length.
+// kMaxHeadsPerBlock of them), so each key and value row is read once for the whole group. The block copies
+// its keys' K and V rows into shared memory kTileKeys at a time (cp.async), its first tile before the
+// predecessor wait: every key but the new token's was written by earlier steps, so that read overlaps the
+// q/k/v projection still running. After the wait the block does the new token's q/k norms and RoPE itself
+// (head_norm_rope.cuh; the block whose split holds the new key also stores its k and v into the cache), and
+// its warps take 32 keys each, one key per lane: a lane's scores for every head of the group need no
+// shuffles, and P·V reads each value row across the lanes. The loops stay rolled: each block runs once per
+// SM, and the fully unrolled kernel before this one spent a quarter of its time fetching instructions. The
+// split's result (unnormalised output, running max, sum) goes to `partial`; the last block to finish a
+// (sequence, KV head) combines all splits in split order, so the result does not depend on which block is
+// last (with one split the block writes ctx itself). Lengths come from device memory, so a captured graph
+// serves every context length.
+#include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
+#include "model/cuda/head_norm_rope.cuh"
+#include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kValueBatch = 16;
+constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kTileKeys = 32 * kWarps;
+
+// A staged K or V row: head_dim bf16 values and 16 bytes of padding, so the lanes' 16-byte reads of 8
+// consecutive rows (scores) fall in distinct banks.
+template <int D>
+constexpr int kRowBytes = 2 * D + 16;
+template <int D>
+constexpr int kTileBytes = 2 * kTileKeys* kRowBytes<D>;  // K rows, then V rows
+
+struct DecodeArgs {
+  const float* qkv;  // [B, (heads + 2 kv_heads) * D]
+  HeadNormRope nr;
+  StepMetaDev meta;
+  KvCacheDev kv;
+  int layer, heads, splits;
+  float* partial;  // [B, heads, splits, D + 2]
+  int* counters;   // [B, kv_heads, sub-groups], this layer's, zeroed by this step's embed_rows
+  float* ctx_f32;
+  uint16_t* ctx_bf16;
+};
+
+template <int D, int kHeads>
+struct SplitShared {
+  alignas(16) float q[kHeads][D];  // the new token's queries of the block's heads, pre-scaled
+  alignas(16) uint16_t k_new[D];   // its key and value as the cache stores them (bf16)
+  alignas(16) uint16_t v_new[D];
+  float p[kWarps][kHeads][32];  // one tile's probabilities, per warp
+  float m[kWarps][kHeads], l[kWarps][kHeads];
+  int last;
+};
+
+template <int kHeads>
+struct CombineShared {
+  float w[kHeads][kAttentionMaxSplits];  // split maxima, then their weights
+  float l[kHeads][kAttentionMaxSplits];
+  float inv_den[kHeads];
+};
+
+template <int D, int kHeads>
+union BlockShared {
+  SplitShared<D, kHeads> split;
+  CombineShared<kHeads> combine;  // after the split's result is out
+};
 
 // Two bf16 values (one 32-bit word) widened to fp32, as decode16<Bf16> does for eight.
 __device__ __forceinline__ void widen_pair(uint32_t w, float* f) {
   f[0] = __uint_as_float(w << 16), f[1] = __uint_as_float(w & 0xffff0000u);
 }
 
-// E consecutive bf16 values widened to fp32 (E = head_dim / 32: 1, 2, 4 or 8).
+// E consecutive bf16 values (E = head_dim / 32: 1, 2, 4 or 8) widened to fp32.
 template <int E>
 __device__ __forceinline__ void load_bf16(const uint16_t* p, float* f) {
   if constexpr (E == 8) {
@@ -35,53 +86,110 @@ __device__ __forceinline__ void load_bf16(const uint16_t* p, float* f) {
   }
 }
 
-struct DecodeArgs {
-  const float* q;
-  StepMetaDev meta;
-  KvCacheDev kv;
-  int layer, heads, splits;
-  float* partial;  // [B, heads, splits, D + 2]
-  int* counters;   // [B, kv_heads, sub-groups], zeroed by this step's qk_norm_rope_store
-  float* ctx_f32;
-  uint16_t* ctx_bf16;
-};
+// Element offset of key j's K row in the layer (its V row is v_off further) for KV head kvh.
+__device__ __forceinline__ int64_t key_row(const KvCacheDev& kv, const int32_t* pages, int j, int kvh) {
+  return static_cast<int64_t>(pages[j / kv.page_size]) * kv.page_stride() +
+         static_cast<int64_t>(j % kv.page_size) * kv.kv_heads * kv.head_dim +
+         static_cast<int64_t>(kvh) * kv.head_dim;
+}
 
+// Keys [tb, tb + kTileKeys) ∩ [.., j1) of KV head kvh into the staged tile (asynchronously; one commit
+// group). The new key's rows and rows past j1 are zero-filled: the new key is not in the cache yet (this
+// kernel writes it), and a zero row past the end keeps P·V finite where p = 0.
+template <int D>
+__device__ void stage_tile(uint8_t* tile, const uint16_t* layer_base, const KvCacheDev& kv,
+                           const int32_t* pages, int kvh, int tb, int j1, int new_key, int64_t v_off) {
+  constexpr int kPieces = D / 8;  // 16-byte pieces per row
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+  for (int i = threadIdx.x; i < kTileKeys * kPieces; i += kThreads) {
+    const int key = i / kPieces, c = i % kPieces, j = tb + key;
+    const bool ok = j < j1 && j != new_key;
+    const uint16_t* src = layer_base + (ok ? key_row(kv, pages, j, kvh) : 0) + c * 8;
+    const uint32_t dst = base + static_cast<uint32_t>(key * kRowBytes<D> + c * 16);
+    cuda::cp_async16(dst, src, ok);
+    cuda::cp_async16(dst + kTileKeys * kRowBytes<D>, src + v_off, ok);
+  }
+  cuda::cp_async_commit();
+}
+
+// The new token's q (heads [h0, h0 + nh)), k and v of KV head kvh from its projection row, through
+// head_norm_rope, into shared memory. Warp w takes items w, w + kWarps, ... (the q heads, then k, then v),
+// and loads all of its items' inputs before the first reduction, so the whole step costs one round trip.
 template <int D, int kHeads>
-struct SplitShared {
-  alignas(16) float q[kHeads][D];  // pre-scaled queries of the block's heads
-  float p[kWarps][kHeads][32];     // one tile's probabilities, per warp
-  float m[kWarps][kHeads], l[kWarps][kHeads];
-  float o[kWarps][kHeads][D];
-  int last;
-};
+__device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, int nh, int pos,
+                                  SplitShared<D, kHeads>& sh) {
+  constexpr int E = D / 32, kItems = kHeads + 2, kPerWarp = (kItems + kWarps - 1) / kWarps;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int kv_heads = a.kv.kv_heads;
+  const float* row = a.qkv + static_cast<int64_t>(a.meta.seq_first[b]) * (a.heads + 2 * kv_heads) * D;
+  const auto slot_of = [&](int item) {
+    return item < kHeads ? h0 + item : item == kHeads ? a.heads + kvh : a.heads + kv_heads + kvh;
+  };
+  // An item is live when it is k, v or one of the block's nh real q heads.
+  const auto live = [&](int item) { return item < kItems && (item >= kHeads || item < nh); };
+  float v[kPerWarp][E], qw[E] = {}, kw[E] = {};
+#pragma unroll
+  for (int u = 0; u < kPerWarp; ++u) {
+    const int item = warp + u * kWarps;
+    if (live(item)) load_lane_elements<E>(row + static_cast<int64_t>(slot_of(item)) * D, v[u]);
+  }
+  if (a.nr.q_norm) load_lane_elements<E>(a.nr.q_norm, qw);
+  if (a.nr.k_norm) load_lane_elements<E>(a.nr.k_norm, kw);
+  const HeadRotation<E> rot = head_rotation<E>(a.nr.inv_freq, a.nr.scaling, pos);
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+#pragma unroll
+  for (int u = 0; u < kPerWarp; ++u) {
+    const int item = warp + u * kWarps;
+    if (item >= kItems) break;
+    if (!live(item)) {  // an idle head slot of the block: zero queries
+#pragma unroll
+      for (int e = 0; e < E; ++e) sh.q[item][lane + 32 * e] = 0.0f;
+      continue;
+    }
+    const bool is_q = item < kHeads, is_k = item == kHeads;
+    if (is_q)
+      head_norm_rope<E>(v[u], qw, a.nr.q_norm != nullptr, a.nr.eps, true, rot);
+    else
+      head_norm_rope<E>(v[u], kw, is_k && a.nr.k_norm != nullptr, a.nr.eps, is_k, rot);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = lane + 32 * e;
+      if (is_q)
+        sh.q[item][i] = v[u][e] * scale;
+      else
+        (is_k ? sh.k_new : sh.v_new)[i] = f32_to_bf16(v[u][e]);
+    }
+  }
+}
 
-template <int kHeads>
-struct CombineShared {
-  float w[kHeads][kAttentionMaxSplits];  // split maxima, then their weights
-  float l[kHeads][kAttentionMaxSplits];
-  float inv_den[kHeads];
-};
-
-// Split `split`'s partial result for heads [h0, h0 + nh) into `partial`.
+// Split `split`'s result for heads [h0, h0 + nh): into `partial`, or straight into ctx when there is one
+// split.
 template <int D, int kHeads>
-__device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int split,
-                             SplitShared<D, kHeads>& sh) {
+__device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
+                             SplitShared<D, kHeads>& sh, uint8_t* tile) {
   constexpr int E = D / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const KvCacheDev& kv = a.kv;
   const int kv_len = a.meta.seq_kv_len[b];
+  const int new_key = kv_len - 1;
   const int chunk = (kv_len + a.splits - 1) / a.splits;
   const int j0 = min(kv_len, split * chunk), j1 = min(kv_len, j0 + chunk);
-  const float scale = 1.0f / sqrtf(static_cast<float>(D));
-  const float* qr =
-      a.q + static_cast<int64_t>(a.meta.seq_first[b]) * a.heads * D + static_cast<int64_t>(h0) * D;
-  for (int i = threadIdx.x; i < kHeads * D; i += kThreads)
-    sh.q[i / D][i % D] = i / D < nh ? qr[i] * scale : 0.0f;
-  __syncthreads();
-
   const uint16_t* layer_base = kv.data + a.layer * kv.layer_stride();
   const int32_t* pages = a.meta.page_table + static_cast<int64_t>(b) * a.meta.max_pages;
-  const int64_t kv_dim = static_cast<int64_t>(kv.kv_heads) * D, v_off = kv.page_size * kv_dim;
+  const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
+  if (j0 < j1) stage_tile<D>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
+
+  pdl_wait();
+  pdl_trigger();
+  prepare_new_token<D, kHeads>(a, b, kvh, h0, nh, new_key, sh);
+  __syncthreads();
+  // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
+  if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
+    uint16_t* at = kv.data + a.layer * kv.layer_stride() + key_row(kv, pages, new_key, kvh);
+    reinterpret_cast<uint4*>(at)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.k_new)[threadIdx.x];
+    reinterpret_cast<uint4*>(at + v_off)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.v_new)[threadIdx.x];
+  }
+
   float m[kHeads], l[kHeads], o[kHeads][E];
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
@@ -89,73 +197,75 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
 #pragma unroll
     for (int e = 0; e < E; ++e) o[g][e] = 0.0f;
   }
-  for (int t0 = j0 + warp * 32; t0 < j1; t0 += kWarps * 32) {
-    const int j = min(t0 + lane, j1 - 1);
-    const int64_t row = static_cast<int64_t>(pages[j / kv.page_size]) * kv.page_stride() +
-                        (j % kv.page_size) * kv_dim + static_cast<int64_t>(kvh) * D;
-    float s[kHeads];
+  for (int tb = j0; tb < j1; tb += kTileKeys) {
+    cuda::cp_async_wait<0>();
+    __syncthreads();
+    const int t0 = tb + warp * 32;
+    if (t0 < j1) {
+      // Scores: lane's key against every head of the group; the new key's row comes from sh.k_new.
+      const int j = t0 + lane;
+      const uint8_t* krow = j == new_key ? reinterpret_cast<const uint8_t*>(sh.k_new)
+                                         : tile + (warp * 32 + lane) * kRowBytes<D>;
+      float s[kHeads];
 #pragma unroll
-    for (int g = 0; g < kHeads; ++g) s[g] = 0.0f;
-    // The key row's loads all issued before any is used (kKeyBatch 16-byte pieces at a time): issued one by
-    // one next to their use, they would wait on DRAM one after another.
-    const uint4* krow = reinterpret_cast<const uint4*>(layer_base + row);
-    constexpr int kKeyBatch = D / 8 < 16 ? D / 8 : 16;
-#pragma unroll
-    for (int c0 = 0; c0 < D / 8; c0 += kKeyBatch) {
-      uint4 kw[kKeyBatch];
-#pragma unroll
-      for (int u = 0; u < kKeyBatch; ++u) kw[u] = krow[c0 + u];
-#pragma unroll
-      for (int u = 0; u < kKeyBatch; ++u) {
+      for (int g = 0; g < kHeads; ++g) s[g] = 0.0f;
+#pragma unroll 2
+      for (int c = 0; c < D / 8; ++c) {
         float k[8];
-        cuda::decode16<cuda::WFormat::Bf16>(kw[u], k);
+        cuda::decode16<cuda::WFormat::Bf16>(*reinterpret_cast<const uint4*>(krow + 16 * c), k);
 #pragma unroll
         for (int g = 0; g < kHeads; ++g) {
-          const float4 qa = *reinterpret_cast<const float4*>(&sh.q[g][8 * (c0 + u)]);
-          const float4 qb = *reinterpret_cast<const float4*>(&sh.q[g][8 * (c0 + u) + 4]);
+          const float4 qa = *reinterpret_cast<const float4*>(&sh.q[g][8 * c]);
+          const float4 qb = *reinterpret_cast<const float4*>(&sh.q[g][8 * c + 4]);
           s[g] = fmaf(qa.x, k[0], s[g]), s[g] = fmaf(qa.y, k[1], s[g]), s[g] = fmaf(qa.z, k[2], s[g]);
           s[g] = fmaf(qa.w, k[3], s[g]), s[g] = fmaf(qb.x, k[4], s[g]), s[g] = fmaf(qb.y, k[5], s[g]);
           s[g] = fmaf(qb.z, k[6], s[g]), s[g] = fmaf(qb.w, k[7], s[g]);
         }
       }
-    }
-    const bool valid = t0 + lane < j1;
+      const bool valid = j < j1;
 #pragma unroll
-    for (int g = 0; g < kHeads; ++g) {
-      const float sv = valid ? s[g] : -INFINITY;
-      const float m_new = fmaxf(m[g], warp_max(sv));  // lane 0's key is always valid: finite
-      const float alpha = expf(m[g] - m_new), p = expf(sv - m_new);
-      l[g] = l[g] * alpha + warp_sum(p);
+      for (int g = 0; g < kHeads; ++g) {
+        const float sv = valid ? s[g] : -INFINITY;
+        const float m_new = fmaxf(m[g], warp_max(sv));  // lane 0's key is always valid: finite
+        const float alpha = expf(m[g] - m_new), p = expf(sv - m_new);
+        l[g] = l[g] * alpha + warp_sum(p);
 #pragma unroll
-      for (int e = 0; e < E; ++e) o[g][e] *= alpha;
-      m[g] = m_new;
-      sh.p[warp][g][lane] = p;
-    }
-    __syncwarp();
-    // P·V over the tile's keys, kValueBatch value rows loaded at a time (independent loads in flight). Lanes
-    // past the split's end point at its last key and have p = 0, so every batch is full.
-    const int count = min(32, j1 - t0);
-    for (int k0 = 0; k0 < count; k0 += kValueBatch) {
-      float v[kValueBatch][E];
-#pragma unroll
-      for (int u = 0; u < kValueBatch; ++u)
-        load_bf16<E>(layer_base + __shfl_sync(cuda::kFullMask, row, k0 + u) + v_off + lane * E, v[u]);
-#pragma unroll
-      for (int u = 0; u < kValueBatch; ++u)
+        for (int e = 0; e < E; ++e) o[g][e] *= alpha;
+        m[g] = m_new;
+        sh.p[warp][g][lane] = p;
+      }
+      __syncwarp();
+      // P·V over the warp's keys: lane's E dimensions of each value row.
+      const int count = min(32, j1 - t0);
+      const uint8_t* vtile = tile + kTileKeys * kRowBytes<D> + warp * 32 * kRowBytes<D>;
+#pragma unroll 4
+      for (int u = 0; u < count; ++u) {
+        const uint16_t* vrow =
+            t0 + u == new_key ? sh.v_new : reinterpret_cast<const uint16_t*>(vtile + u * kRowBytes<D>);
+        float v[E];
+        load_bf16<E>(vrow + lane * E, v);
 #pragma unroll
         for (int g = 0; g < kHeads; ++g) {
-          const float pk = sh.p[warp][g][k0 + u];
+          const float pk = sh.p[warp][g][u];
 #pragma unroll
-          for (int e = 0; e < E; ++e) o[g][e] = fmaf(pk, v[u][e], o[g][e]);
+          for (int e = 0; e < E; ++e) o[g][e] = fmaf(pk, v[e], o[g][e]);
         }
+      }
+      __syncwarp();
     }
-    __syncwarp();
+    __syncthreads();  // the tile is read: the next one may overwrite it
+    if (tb + kTileKeys < j1)
+      stage_tile<D>(tile, layer_base, kv, pages, kvh, tb + kTileKeys, j1, new_key, v_off);
   }
+  // The warps' outputs go into the staged tile, read by now (the loop ends on a barrier); this keeps the
+  // static shared memory small, so a large batch's blocks still fit several to an SM.
+  float(*wo)[kHeads][D] = reinterpret_cast<float(*)[kHeads][D]>(tile);
+  static_assert(sizeof(float) * kWarps * kHeads * D <= kTileBytes<D>, "warp outputs must fit in the tile");
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
     if (lane == 0) sh.m[warp][g] = m[g], sh.l[warp][g] = l[g];
 #pragma unroll
-    for (int e = 0; e < E; ++e) sh.o[warp][g][lane * E + e] = o[g][e];
+    for (int e = 0; e < E; ++e) wo[warp][g][lane * E + e] = o[g][e];
   }
   __syncthreads();
   // The warps' pieces combined in warp order; a warp with no keys has l = 0 and is skipped.
@@ -168,7 +278,14 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
       if (sh.l[w][g] == 0.0f) continue;
       const float f = expf(sh.m[w][g] - mx);
       sum += f * sh.l[w][g];
-      out += f * sh.o[w][g][d];
+      out += f * wo[w][g][d];
+    }
+    if (a.splits == 1) {
+      const int64_t at = (static_cast<int64_t>(a.meta.seq_first[b]) * a.heads + h0 + g) * D + d;
+      const float v = out * (1.0f / sum);
+      if (a.ctx_f32) a.ctx_f32[at] = v;
+      if (a.ctx_bf16) a.ctx_bf16[at] = f32_to_bf16(v);
+      continue;
     }
     float* dst = a.partial + ((static_cast<int64_t>(b) * a.heads + h0 + g) * a.splits + split) * (D + 2);
     dst[d] = out;
@@ -241,26 +358,26 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
 
 template <int D, int kHeads>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
-  __shared__ SplitShared<D, kHeads> sh;
-  __shared__ CombineShared<kHeads> cs;
-  pdl_wait();
-  pdl_trigger();
+  __shared__ BlockShared<D, kHeads> sh;
+  extern __shared__ __align__(16) uint8_t tile[];  // kTileBytes<D>
   const int split = blockIdx.x, b = blockIdx.z;
   const int group = a.heads / a.kv.kv_heads;
   const int sub_groups = (group + kHeads - 1) / kHeads;
   const int kvh = blockIdx.y / sub_groups, sub = blockIdx.y % sub_groups;
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
-  attend_split<D, kHeads>(a, b, kvh, h0, nh, split, sh);
+  attend_split<D, kHeads>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
+  if (a.splits == 1) return;
   // The last block of this (sequence, KV head, sub-group) to finish combines: integer counting, then reads
   // of the other blocks' partials from L2.
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    sh.last = atomicAdd(a.counters + (static_cast<int64_t>(b) * gridDim.y + blockIdx.y), 1) == a.splits - 1;
+    sh.split.last =
+        atomicAdd(a.counters + (static_cast<int64_t>(b) * gridDim.y + blockIdx.y), 1) == a.splits - 1;
   __syncthreads();
-  if (!sh.last) return;
+  if (!sh.split.last) return;
   __threadfence();
-  combine_splits<D, kHeads>(a, b, h0, nh, cs);
+  combine_splits<D, kHeads>(a, b, h0, nh, sh.combine);
 }
 
 template <int D>
@@ -269,10 +386,11 @@ void launch(const DecodeArgs& a, int B, cudaStream_t s) {
   const auto go = [&](auto heads_per_block) {
     constexpr int kHeads = decltype(heads_per_block)::value;
     const int sub_groups = (group + kHeads - 1) / kHeads;
+    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads>), kTileBytes<D>);
     launch_pdl(decode_kernel<D, kHeads>,
                dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
                     static_cast<unsigned>(B)),
-               kThreads, 0, s, a);
+               kThreads, kTileBytes<D>, s, a);
   };
   if (group == 1)
     go(std::integral_constant<int, 1>{});
@@ -290,13 +408,13 @@ int attention_decode_counters(int B, int heads, int kv_heads) {
   return B * kv_heads * ((group + per_block - 1) / per_block);
 }
 
-void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCacheDev& kv, int layer,
-                      int heads, int splits, float* partial, int* counters, float* ctx_f32,
-                      uint16_t* ctx_bf16, cudaStream_t s) {
+void attention_decode(const float* qkv, const HeadNormRope& nr, const StepMetaDev& meta, int B,
+                      const KvCacheDev& kv, int layer, int heads, int splits, float* partial, int* counters,
+                      float* ctx_f32, uint16_t* ctx_bf16, cudaStream_t s) {
   if (B == 0) return;
   require(heads % kv.kv_heads == 0 && splits >= 1 && splits <= kAttentionMaxSplits,
           "attention_decode: heads ", heads, " kv heads ", kv.kv_heads, " splits ", splits);
-  const DecodeArgs a{q, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16};
+  const DecodeArgs a{qkv, nr, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16};
   switch (kv.head_dim) {
     case 32:
       return launch<32>(a, B, s);

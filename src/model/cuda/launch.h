@@ -34,8 +34,10 @@ struct KvCacheDev {
   MOE_MODEL_HD int64_t page_stride() const { return 2LL * page_size * kv_heads * head_dim; }
 };
 
-// embed.cu: x [N, H] fp32 = table[token_ids] (bf16 rows).
-void embed_rows(const uint16_t* table, const int32_t* token_ids, int N, int H, float* x, cudaStream_t s);
+// embed.cu: x [N, H] fp32 = table[token_ids] (bf16 rows). It also zeroes `zero_ints` [num_zero_ints] (may be
+// null): the step's decode-attention counters, every layer's, since it is the step's first kernel.
+void embed_rows(const uint16_t* table, const int32_t* token_ids, int N, int H, float* x, cudaStream_t s,
+                int* zero_ints = nullptr, int num_zero_ints = 0);
 
 // norms.cu: out = weight * x / rms(x) per row, fp32 math. Row r reads x row `row_index[r]` when row_index is
 // set. `residual` (fp32 or bf16, or both null) is first added into x in place (x += residual; only without
@@ -55,14 +57,22 @@ void silu_mul(const float* gate_up, int rows, int I, float* h_f32, uint16_t* h_b
 // x[i] += y[i] for fp32 y or bf16 y (one of them).
 void add_into(float* x, const float* y_f32, const uint16_t* y_bf16, int64_t count, cudaStream_t s);
 
-// qk_rope.cu: qkv [N, (heads + 2 kv_heads) * D] fp32 from the fused projection. Per-head RMSNorm of q and k
-// (when q_norm/k_norm are set), neox RoPE at each token's position (cos/sin of pos * inv_freq, times
-// attention_scaling), q written to q_out [N, heads * D] fp32, k and v stored into the token's KV slot. It
-// also zeroes `zero_counters` [num_counters] (may be null) for the decode attention that follows.
-void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim, const float* q_norm,
-                        const float* k_norm, float eps, const float* inv_freq, float attention_scaling,
-                        const StepMetaDev& meta, const KvCacheDev& kv, int layer, float* q_out,
-                        int* zero_counters, int num_counters, cudaStream_t s);
+// What a head's vector gets after the q/k/v projection (head_norm_rope.cuh): per-head RMSNorm of q and k
+// (when q_norm/k_norm are set), then neox RoPE at the token's position (cos/sin of pos * inv_freq, times
+// `scaling`).
+struct HeadNormRope {
+  const float* q_norm;  // [head_dim] or null
+  const float* k_norm;  // [head_dim] or null
+  float eps;
+  const float* inv_freq;  // [head_dim / 2]
+  float scaling;          // YaRN's attention scaling (1 without rope_scaling)
+};
+
+// qk_rope.cu (prefill): qkv [N, (heads + 2 kv_heads) * D] fp32 from the fused projection; q after `nr`
+// written to q_out [N, heads * D] fp32, k after `nr` and v stored into the token's KV slot (bf16).
+void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim,
+                        const HeadNormRope& nr, const StepMetaDev& meta, const KvCacheDev& kv, int layer,
+                        float* q_out, cudaStream_t s);
 
 // attention_prefill.cu: causal GQA attention of every token row over its sequence's KV [0, own position],
 // reading earlier pages too (chunked prefill, prefix cache). `tiles` lists (sequence, first row) of the
@@ -72,15 +82,17 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
                        const KvCacheDev& kv, int layer, int heads, float* ctx_f32, uint16_t* ctx_bf16,
                        cudaStream_t s);
 
-// attention_decode.cu: one query row per sequence (row b is sequence b), B sequences, KV split into `splits`
-// parts (graph-safe: lengths are read on the device), partials in `partial` [B, heads, splits, head_dim + 2]
-// fp32, combined into ctx by the last block of each group. `counters` [attention_decode_counters(B, heads,
-// kv_heads)] must be zero (qk_norm_rope_store zeroes them in the same step).
+// attention_decode.cu: one new token per sequence (row b is sequence b, at position seq_kv_len[b] - 1), B
+// sequences. Takes that token's q/k/v projection qkv [B, (heads + 2 kv_heads) * D] fp32, does `nr` to its q
+// and k itself, stores its k and v into its KV slot, and attends over the sequence's KV split into `splits`
+// parts (graph-safe: lengths are read on the device). Partials in `partial` [B, heads, splits, head_dim + 2]
+// fp32, combined into ctx by the last block of each group; `counters` [attention_decode_counters(B, heads,
+// kv_heads)] must be zero (embed_rows zeroes every layer's in the same step).
 constexpr int kAttentionMaxSplits = 32;
 int attention_decode_counters(int B, int heads, int kv_heads);
-void attention_decode(const float* q, const StepMetaDev& meta, int B, const KvCacheDev& kv, int layer,
-                      int heads, int splits, float* partial, int* counters, float* ctx_f32,
-                      uint16_t* ctx_bf16, cudaStream_t s);
+void attention_decode(const float* qkv, const HeadNormRope& nr, const StepMetaDev& meta, int B,
+                      const KvCacheDev& kv, int layer, int heads, int splits, float* partial, int* counters,
+                      float* ctx_f32, uint16_t* ctx_bf16, cudaStream_t s);
 
 // A GEMV's input given as RMSNorm(x + residual) instead of ready rows (norm_rows.cuh): the GEMV normalises
 // the M rows itself. Block 0 writes x + residual to x_out, which must not be x (other blocks still read x),

@@ -1,56 +1,37 @@
-// After the fused q/k/v projection: per-head q/k RMSNorm, neox RoPE, and the store of k and v into the paged
-// KV cache. One warp per (token, head slot); slots are the q heads, then the k heads, then the v heads.
+// Prefill, after the fused q/k/v projection: per-head q/k RMSNorm, neox RoPE, and the store of k and v into
+// the paged KV cache. One warp per (token, head slot); slots are the q heads, then the k heads, then the v
+// heads. (Decode does the same inside its attention kernel: attention_decode.cu.)
 #include "model/cuda/common.cuh"
+#include "model/cuda/head_norm_rope.cuh"
 #include "model/cuda/launch.h"
 
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 4, kMaxHeadDim = 256;
+constexpr int kWarps = 4;
 
-__global__ void qk_rope_kernel(const float* qkv, int heads, int kv_heads, int D, const float* q_norm,
-                               const float* k_norm, float eps, const float* inv_freq, float attn_scaling,
-                               StepMetaDev meta, KvCacheDev kv, int layer, float* q_out, int* zero_counters,
-                               int num_counters) {
-  __shared__ float buf[kWarps][kMaxHeadDim];
+template <int E>
+__global__ void qk_rope_kernel(const float* qkv, int heads, int kv_heads, HeadNormRope nr, StepMetaDev meta,
+                               KvCacheDev kv, int layer, float* q_out) {
+  constexpr int D = 32 * E;
   pdl_wait();
   pdl_trigger();
-  if (zero_counters && blockIdx.x == 0 && blockIdx.y == 0)
-    for (int i = threadIdx.x; i < num_counters; i += blockDim.x) zero_counters[i] = 0;
-  const int t = blockIdx.x, lane = threadIdx.x % 32, w = threadIdx.x / 32;
-  const int slot = blockIdx.y * kWarps + w;
+  const int t = blockIdx.x, lane = threadIdx.x % 32;
+  const int slot = blockIdx.y * kWarps + threadIdx.x / 32;
   const int slots = heads + 2 * kv_heads;
   if (slot >= slots) return;
-  const int width = slots * D;
-  const float* src = qkv + static_cast<int64_t>(t) * width + static_cast<int64_t>(slot) * D;
-  float* v = buf[w];
-  for (int i = lane; i < D; i += 32) v[i] = src[i];
-  __syncwarp();
   const bool is_q = slot < heads, is_k = !is_q && slot < heads + kv_heads;
-  const float* norm_w = is_q ? q_norm : is_k ? k_norm : nullptr;
-  if (norm_w) {
-    float ss = 0.0f;
-    for (int i = lane; i < D; i += 32) ss += v[i] * v[i];
-    ss = warp_sum(ss);
-    const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
-    for (int i = lane; i < D; i += 32) v[i] = norm_w[i] * (v[i] * inv);
-    __syncwarp();
-  }
+  const float* norm = is_q ? nr.q_norm : is_k ? nr.k_norm : nullptr;
   const int pos = meta.token_pos[t];
-  if (is_q || is_k) {
-    const int half = D / 2;
-    for (int i = lane; i < half; i += 32) {
-      const float angle = inv_freq[i] * static_cast<float>(pos);
-      const float c = cosf(angle) * attn_scaling, s = sinf(angle) * attn_scaling;
-      const float a = v[i], b = v[i + half];
-      v[i] = a * c - b * s;
-      v[i + half] = b * c + a * s;
-    }
-    __syncwarp();
-  }
+  float v[E], w[E] = {};
+  load_lane_elements<E>(qkv + (static_cast<int64_t>(t) * slots + slot) * D, v);
+  if (norm) load_lane_elements<E>(norm, w);
+  const HeadRotation<E> rot = head_rotation<E>(nr.inv_freq, nr.scaling, pos);
+  head_norm_rope<E>(v, w, norm != nullptr, nr.eps, is_q || is_k, rot);
   if (is_q) {
-    float* dst = q_out + static_cast<int64_t>(t) * heads * D + static_cast<int64_t>(slot) * D;
-    for (int i = lane; i < D; i += 32) dst[i] = v[i];
+    float* dst = q_out + (static_cast<int64_t>(t) * heads + slot) * D;
+#pragma unroll
+    for (int e = 0; e < E; ++e) dst[lane + 32 * e] = v[e];
     return;
   }
   const int seq = meta.token_seq[t];
@@ -59,21 +40,33 @@ __global__ void qk_rope_kernel(const float* qkv, int heads, int kv_heads, int D,
   uint16_t* dst = kv.data + layer * kv.layer_stride() + page * kv.page_stride() +
                   (is_k ? 0 : static_cast<int64_t>(kv.page_size) * kv_heads * D) +
                   static_cast<int64_t>(pos % kv.page_size) * kv_heads * D + static_cast<int64_t>(kvh) * D;
-  for (int i = lane; i < D; i += 32) dst[i] = f32_to_bf16(v[i]);
+#pragma unroll
+  for (int e = 0; e < E; ++e) dst[lane + 32 * e] = f32_to_bf16(v[e]);
 }
 
 }  // namespace
 
-void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim, const float* q_norm,
-                        const float* k_norm, float eps, const float* inv_freq, float attention_scaling,
-                        const StepMetaDev& meta, const KvCacheDev& kv, int layer, float* q_out,
-                        int* zero_counters, int num_counters, cudaStream_t s) {
-  require(head_dim <= kMaxHeadDim && head_dim % 2 == 0, "qk_norm_rope_store: head_dim ", head_dim,
-          " unsupported");
+void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int head_dim,
+                        const HeadNormRope& nr, const StepMetaDev& meta, const KvCacheDev& kv, int layer,
+                        float* q_out, cudaStream_t s) {
   if (N == 0) return;
   const dim3 grid(static_cast<unsigned>(N), blocks_for(heads + 2 * kv_heads, kWarps));
-  launch_pdl(qk_rope_kernel, grid, 32 * kWarps, 0, s, qkv, heads, kv_heads, head_dim, q_norm, k_norm, eps,
-             inv_freq, attention_scaling, meta, kv, layer, q_out, zero_counters, num_counters);
+  const auto go = [&](auto e) {
+    constexpr int E = decltype(e)::value;
+    launch_pdl(qk_rope_kernel<E>, grid, 32 * kWarps, 0, s, qkv, heads, kv_heads, nr, meta, kv, layer, q_out);
+  };
+  switch (head_dim) {
+    case 32:
+      return go(std::integral_constant<int, 1>{});
+    case 64:
+      return go(std::integral_constant<int, 2>{});
+    case 128:
+      return go(std::integral_constant<int, 4>{});
+    case 256:
+      return go(std::integral_constant<int, 8>{});
+    default:
+      fail_input("cuda attention: head_dim ", head_dim, " is not supported (32, 64, 128, 256)");
+  }
 }
 
 }  // namespace moe::model::gpu
