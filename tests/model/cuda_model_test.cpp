@@ -242,19 +242,28 @@ INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
 
 // Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
 // head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV
-// head), with head_dim 32 to 128 and a 300-token context (several splits, so the last-block combine runs):
-// decode logits against the CPU reference. The prefill before it covers the prefill kernels (head_dim 32 on
-// CUDA cores, 64 and 128 on tensor cores): every prefill row against the reference.
+// head), with head_dim 32 to 256, each with the wide blocks (several lanes per key) and with one lane per key
+// and a 300-token context (several splits, so the last-block combine runs): decode logits against the CPU
+// reference. The prefill before it covers the prefill kernels (head_dim 32 on CUDA cores, 64 and 128 on
+// tensor cores): every prefill row against the reference.
 struct AttentionShape {
   int64_t heads, kv_heads, head_dim;
   const char* name;
+  const char* lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel)
 };
 
 class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
 
+// MOE_ATTENTION_LANES set for one test's lifetime (the decode launcher reads it at every launch).
+struct ScopedAttentionLanes {
+  explicit ScopedAttentionLanes(const char* v) { setenv("MOE_ATTENTION_LANES", v, 1); }
+  ~ScopedAttentionLanes() { unsetenv("MOE_ATTENTION_LANES"); }
+};
+
 TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   const AttentionShape shape = GetParam();
+  const ScopedAttentionLanes lanes(shape.lanes);
   const std::string dir = (std::filesystem::temp_directory_path() /
                            (std::string("moe_cuda_attention_") + shape.name + std::to_string(getpid())))
                               .string();
@@ -314,10 +323,15 @@ TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(shapes, cuda_attention_shapes,
-                         ::testing::Values(AttentionShape{4, 4, 32, "group1_d32"},
-                                           AttentionShape{6, 2, 64, "group3_d64"},
-                                           AttentionShape{16, 2, 128, "group8_d128"},
-                                           AttentionShape{32, 2, 64, "group16_d64"}),
+                         ::testing::Values(AttentionShape{4, 4, 32, "group1_d32", "wide"},
+                                           AttentionShape{6, 2, 64, "group3_d64", "wide"},
+                                           AttentionShape{16, 2, 128, "group8_d128", "wide"},
+                                           AttentionShape{32, 2, 64, "group16_d64", "wide"},
+                                           AttentionShape{8, 2, 256, "group4_d256", "wide"},
+                                           AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
+                                           AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
+                                           AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
+                                           AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace

@@ -7,16 +7,30 @@ forward in float32 following HF transformers' Qwen3-MoE semantics and FORMATS.md
 rounded to bf16 before its quantisation, as FORMATS.md section 4 says) and writes golden.safetensors with
 `input_ids` [T] I32 and `logits` [T, V] F32. Nothing here is shared with the C++ code.
 
+Two rules keep the golden the same on every machine and numpy version and keep the comparison well posed:
+- Sums and transcendental functions are evaluated in float64 and rounded once to float32 where the fp32 forward
+  rounds (matmul, einsum, mean, exp, sin, cos, pow). float32 BLAS (OpenBLAS picks its kernel per CPU: Haswell,
+  SkylakeX, ...) and numpy's SIMD float32 exp/sin/cos differ between machines in the last bits; the float64 forms
+  round to the same float32 values everywhere.
+- fp8 activation quantisation, bf16 rounding and top-k routing are discontinuous. An input within a few ulps of a
+  rounding midpoint is decided by last-bit noise, which differs between any two correct fp32 implementations (the
+  order of a dot product's sums), and one flipped fp8 code before the last layer moves the logits by ~1e-2
+  relative L2 through the codes it flips downstream. So the forward is repeated with noise of a few times that
+  size added to every matmul / einsum result; a checkpoint whose logits move by more than STABLE_REL_L2 (or
+  change their argmax) is redrawn with the next seed. Deterministic; a redraw is reported on stderr.
+
 usage: make_numpy_golden.py --out DIR --variant qwen3-bf16|qwen3-fp8-yarn|olmoe-bf16|mixtral-bf16
 """
 import argparse
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 
 F32 = np.float32
+F64 = np.float64
 
 
 # ---- scalar formats -------------------------------------------------------------------------------------------
@@ -89,6 +103,36 @@ def fake_quant_fp8(x):
     return out
 
 
+# ---- float32 arithmetic that rounds alike everywhere ---------------------------------------------------------
+class Arith:
+    """The forward's sums: exact float32 products summed in float64, rounded once to float32. With a jitter
+    generator, every result also gets noise of relative size JITTER (of the value plus its row's RMS, so sums
+    that cancel get their share), standing in for another implementation's summation order."""
+
+    def __init__(self, jitter=None):
+        self.jitter = jitter
+
+    def _out(self, r):
+        if self.jitter is None:
+            return r.astype(F32)
+        rms = np.sqrt((r ** 2).mean(axis=-1, keepdims=True))
+        return (r + JITTER * (np.abs(r) + rms) * self.jitter.standard_normal(r.shape)).astype(F32)
+
+    def mm(self, a, b):
+        return self._out(np.asarray(a, F64) @ np.asarray(b, F64))
+
+    def einsum(self, spec, a, b):
+        return self._out(np.einsum(spec, np.asarray(a, F64), np.asarray(b, F64)))
+
+
+def exp32(x):
+    return np.exp(np.asarray(x, F64)).astype(F32)
+
+
+def silu32(g):
+    return (g / (F32(1) + exp32(-g))).astype(F32)
+
+
 # ---- checkpoint writing ---------------------------------------------------------------------------------------
 def write_safetensors(path, tensors):
     header, blobs, off = {}, [], 0
@@ -107,13 +151,23 @@ def write_safetensors(path, tensors):
 
 
 # ---- the model ------------------------------------------------------------------------------------------------
+# seed: the first seed that the stability check accepts (for qwen3-fp8-yarn, 1234..1247 each put an fp8 activation
+# code or routing decision within reach of fp32 summation noise).
 VARIANTS = {
-    "qwen3-bf16": dict(family="qwen3", fp8=False, hidden=64, inter=128, moe_inter=64, vocab=512, tie=False, yarn=False),
-    "qwen3-fp8-yarn": dict(family="qwen3", fp8=True, hidden=160, inter=192, moe_inter=64, vocab=384, tie=True, yarn=True),
-    "olmoe-bf16": dict(family="olmoe", fp8=False, hidden=64, inter=128, moe_inter=64, vocab=512, tie=False, yarn=False),
+    "qwen3-bf16": dict(family="qwen3", fp8=False, hidden=64, inter=128, moe_inter=64, vocab=512, tie=False,
+                       yarn=False, seed=1234),
+    "qwen3-fp8-yarn": dict(family="qwen3", fp8=True, hidden=160, inter=192, moe_inter=64, vocab=384, tie=True,
+                           yarn=True, seed=1248),
+    "olmoe-bf16": dict(family="olmoe", fp8=False, hidden=64, inter=128, moe_inter=64, vocab=512, tie=False,
+                       yarn=False, seed=1234),
     "mixtral-bf16": dict(family="mixtral", fp8=False, hidden=64, inter=128, moe_inter=64, vocab=512, tie=False,
-                         yarn=False),
+                         yarn=False, seed=1234),
 }
+# Conditioning (see the module docstring). Measured at the fp8 quantiser inputs x / s, the C++ CPU reference and this
+# script differ by up to ~10 ulps of 448; JITTER = 2e-7 gives three to four times the C++ spread there. Over 400
+# fp8 checkpoints (seeds 1234.., three shapes) every one it accepted passed check_logits, and every failing one was
+# rejected.
+JITTER, STABILITY_RUNS, STABLE_REL_L2, MAX_REDRAWS = 2e-7, 8, 1e-4, 200
 LAYERS, HEADS, KV_HEADS, HEAD_DIM, EXPERTS, TOP_K = 3, 4, 2, 32, 8, 2
 EPS, THETA = 1e-6, 10000.0
 TOKENS = [3, 17, 250, 9, 101, 42, 42, 7, 300, 11, 64, 5, 199, 23, 77, 128, 1, 88, 260, 31]
@@ -209,13 +263,15 @@ def build(v, seed):
 
 
 def rms_norm(x, w):
-    var = (x.astype(F32) ** 2).mean(axis=-1, keepdims=True)
-    return (w * (x / np.sqrt(var + F32(EPS)))).astype(F32)
+    # HF: weight * (x * rsqrt(mean(x^2) + eps)); the mean of the squares in float64.
+    var = (np.asarray(x, F64) ** 2).mean(axis=-1, keepdims=True).astype(F32)
+    inv = (F32(1) / np.sqrt(var + F32(EPS))).astype(F32)
+    return (w * (x * inv)).astype(F32)
 
 
 def inv_freq(cfg):
     dim = HEAD_DIM
-    pos_freqs = F32(THETA) ** (np.arange(0, dim, 2).astype(F32) / F32(dim))
+    pos_freqs = (F64(F32(THETA)) ** (np.arange(0, dim, 2).astype(F32) / F32(dim)).astype(F64)).astype(F32)
     rs = cfg.get("rope_scaling")
     if not rs:
         return (F32(1) / pos_freqs).astype(F32), F32(1)
@@ -237,19 +293,21 @@ def inv_freq(cfg):
 def rope(x, pos, freqs, scaling):
     # x [T, heads, D]; neox rotate-half.
     ang = (pos[:, None].astype(F32) * freqs[None, :]).astype(F32)
-    cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)[:, None, :] * scaling
-    sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)[:, None, :] * scaling
+    c, s = np.cos(ang.astype(F64)).astype(F32), np.sin(ang.astype(F64)).astype(F32)
+    cos = np.concatenate([c, c], -1)[:, None, :] * scaling
+    sin = np.concatenate([s, s], -1)[:, None, :] * scaling
     half = x.shape[-1] // 2
     rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
     return (x * cos + rot * sin).astype(F32)
 
 
-def forward(cfg, v, W, moe_block, names, tokens):
+def forward(cfg, v, W, moe_block, names, tokens, jitter=None):
     fam, fp8 = v["family"], v["fp8"]
     vals = W.vals
+    ar = Arith(jitter)
     lin_in = fake_quant_fp8 if fp8 else (lambda a: a)
     def lin(module, x, quantised=True):
-        return ((lin_in(x) if quantised else x) @ vals[module].T).astype(F32)
+        return ar.mm(lin_in(x) if quantised else x, vals[module].T)
     T = len(tokens)
     x = vals["model.embed_tokens.weight"][np.array(tokens)].astype(F32)
     freqs, scaling = inv_freq(cfg)
@@ -267,21 +325,21 @@ def forward(cfg, v, W, moe_block, names, tokens):
         q, k = rope(q, pos, freqs, scaling), rope(k, pos, freqs, scaling)
         rep = HEADS // KV_HEADS
         k, vv = np.repeat(k, rep, axis=1), np.repeat(vv, rep, axis=1)
-        scores = np.einsum("thd,shd->hts", q, k).astype(F32) * F32(HEAD_DIM ** -0.5)
+        scores = ar.einsum("thd,shd->hts", q, k) * F32(HEAD_DIM ** -0.5)
         scores = np.where(np.tril(np.ones((T, T), bool))[None], scores, -np.inf)
-        scores = np.exp(scores - scores.max(-1, keepdims=True))
-        probs = (scores / scores.sum(-1, keepdims=True)).astype(F32)
-        ctx = np.einsum("hts,shd->thd", probs, vv).reshape(T, qd).astype(F32)
+        scores = exp32(scores - scores.max(-1, keepdims=True))
+        probs = (scores / scores.astype(F64).sum(-1, keepdims=True).astype(F32)).astype(F32)
+        ctx = ar.einsum("hts,shd->thd", probs, vv).reshape(T, qd)
         x = x + lin(p + ".self_attn.o_proj", ctx)
         h = rms_norm(x, vals[p + ".post_attention_layernorm.weight"])
         if fam == "qwen3" and l in cfg["mlp_only_layers"]:
             g, u = lin(p + ".mlp.gate_proj", h), lin(p + ".mlp.up_proj", h)
-            x = x + lin(p + ".mlp.down_proj", (g / (1 + np.exp(-g)) * u).astype(F32))
+            x = x + lin(p + ".mlp.down_proj", (silu32(g) * u).astype(F32))
             continue
         mb = f"{p}.{moe_block}"
-        logits = (h @ vals[mb + ".gate"].T).astype(F32)
-        pr = np.exp(logits - logits.max(-1, keepdims=True))
-        pr = (pr / pr.sum(-1, keepdims=True)).astype(F32)
+        logits = ar.mm(h, vals[mb + ".gate"].T)
+        pr = exp32(logits - logits.max(-1, keepdims=True))
+        pr = (pr / pr.astype(F64).sum(-1, keepdims=True).astype(F32)).astype(F32)
         renorm = cfg.get("norm_topk_prob", fam != "olmoe")
         out = np.zeros_like(x)
         a = lin_in(h)
@@ -290,31 +348,52 @@ def forward(cfg, v, W, moe_block, names, tokens):
             wts = pr[t, top] / pr[t, top].sum() if renorm else pr[t, top]
             for e, wt in zip(top, wts):
                 ep = f"{mb}.experts.{e}"
-                g, u = vals[f"{ep}.{names[0]}"] @ a[t], vals[f"{ep}.{names[1]}"] @ a[t]
-                act = (g / (1 + np.exp(-g)) * u).astype(F32)
+                g, u = ar.mm(vals[f"{ep}.{names[0]}"], a[t]), ar.mm(vals[f"{ep}.{names[1]}"], a[t])
+                act = (silu32(g) * u).astype(F32)
                 if fp8:
                     act = fake_quant_fp8(round_bf16(act)[None])[0]  # FORMATS.md 4: h to bf16, then act quant
-                out[t] += F32(wt) * (vals[f"{ep}.{names[2]}"] @ act).astype(F32)
+                out[t] += F32(wt) * ar.mm(vals[f"{ep}.{names[2]}"], act)
         x = x + out
     x = rms_norm(x, vals["model.norm.weight"])
     head = vals["model.embed_tokens.weight"] if v["tie"] else vals["lm_head"]
-    return (x @ head.T).astype(F32)
+    return ar.mm(x, head.T)
+
+
+def instability(cfg, v, W, moe_block, names, tokens, logits, seed):
+    """The largest relative L2 change of the logits over the jittered forwards (inf if an argmax changes)."""
+    worst = 0.0
+    ref = logits.astype(F64)
+    for run in range(STABILITY_RUNS):
+        got = forward(cfg, v, W, moe_block, names, tokens, np.random.default_rng([seed, run])).astype(F64)
+        if not np.array_equal(got.argmax(-1), ref.argmax(-1)):
+            return np.inf
+        worst = max(worst, float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+    return worst
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--variant", required=True, choices=sorted(VARIANTS))
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--seed", type=int, help="first seed to try (default: the variant's)")
     args = ap.parse_args()
     v = VARIANTS[args.variant]
     os.makedirs(args.out, exist_ok=True)
-    cfg, W, moe_block, names = build(v, args.seed)
+    tokens = [t % v["vocab"] for t in TOKENS]
+    first = v["seed"] if args.seed is None else args.seed
+    for seed in range(first, first + MAX_REDRAWS):
+        cfg, W, moe_block, names = build(v, seed)
+        logits = forward(cfg, v, W, moe_block, names, tokens)
+        moved = instability(cfg, v, W, moe_block, names, tokens, logits, seed)
+        if moved <= STABLE_REL_L2:
+            break
+        print(f"make_numpy_golden: seed {seed}: jitter of {JITTER:g} moves the logits by {moved:.1e} "
+              f"(> {STABLE_REL_L2:g}), a rounding decision on a knife edge; redrawing", file=sys.stderr)
+    else:
+        sys.exit(f"make_numpy_golden: no stable checkpoint in seeds {first}..{first + MAX_REDRAWS - 1}")
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     write_safetensors(os.path.join(args.out, "model.safetensors"), W.stored)
-    tokens = [t % v["vocab"] for t in TOKENS]
-    logits = forward(cfg, v, W, moe_block, names, tokens)
     write_safetensors(os.path.join(args.out, "golden.safetensors"),
                       {"input_ids": ("I32", np.array(tokens, np.int32)), "logits": ("F32", logits)})
     print(",".join(map(str, tokens)))

@@ -419,7 +419,12 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   const int passes = one_expert ? (in.max_pairs_per_expert + 8 * nt - 1) / (8 * nt) : 1;
   // Long K (qwen3-235b-a22b-tp8's stage 1: 32 steps; DeepSeek's H = 7168: 56 or 112) over few row tiles left
   // each of four K warps a long chain of steps at one token: eight K warps halve it.
-  const bool wide_k = k.geo.steps >= 24;
+  // MOE_SWAP_AB_WIDE_K_STEPS (read once) moves the threshold, for measuring.
+  static const int wide_k_steps = [] {
+    const char* v = std::getenv("MOE_SWAP_AB_WIDE_K_STEPS");
+    return v && std::atoi(v) > 0 ? std::atoi(v) : 24;
+  }();
+  const bool wide_k = k.geo.steps >= wide_k_steps;
   const auto go = [&](auto fp8_tag) {
     constexpr bool kFp8 = decltype(fp8_tag)::value;
     const auto with_nt = [&](auto kg) {

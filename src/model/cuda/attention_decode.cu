@@ -5,13 +5,16 @@
 // predecessor wait: every key but the new token's was written by earlier steps, so that read overlaps the
 // q/k/v projection still running. After the wait the block does the new token's q/k norms and RoPE itself
 // (head_norm_rope.cuh; the block whose split holds the new key also stores its k and v into the cache), and
-// its warps take 32 keys each, one key per lane: a lane's scores for every head of the group need no
-// shuffles, and P·V reads each value row across the lanes. The loops stay rolled: each block runs once per
-// SM, and the fully unrolled kernel before this one spent a quarter of its time fetching instructions. The
-// split's result (unnormalised output, running max, sum) goes to `partial`; the last block to finish a
-// (sequence, KV head) combines all splits in split order, so the result does not depend on which block is
-// last (with one split the block writes ctx itself). Lengths come from device memory, so a captured graph
-// serves every context length.
+// its warps take 32 / kLanes keys each, kLanes lanes per key (a key's scores for every head of the group
+// need only log2(kLanes) shuffles), and P·V reads each value row across the lanes. The loops stay rolled:
+// each block runs once per SM, and the fully unrolled kernel before this one spent a quarter of its time
+// fetching instructions. The split's result (unnormalised output, running max, sum) goes to `partial`; the
+// last block to finish a (sequence, KV head) combines all splits in split order, so the result does not
+// depend on which block is last (with one split the block writes ctx itself). Lengths come from device
+// memory, so a captured graph serves every context length.
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
@@ -22,14 +25,28 @@
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 4, kThreads = 32 * kWarps, kMaxHeadsPerBlock = 8, kTileKeys = 32 * kWarps;
+constexpr int kMaxHeadsPerBlock = 8, kTileKeys = 128;
 
-// A staged K or V row: head_dim bf16 values and 16 bytes of padding, so the lanes' 16-byte reads of 8
-// consecutive rows (scores) fall in distinct banks.
+// Lanes per key in the scores: each takes every kLanes-th 16-byte piece of the key row, so a warp scores
+// 32 / kLanes keys and a block of kWarps = 4 * kLanes warps its 128 staged keys, with a quarter of the
+// dependent FMAs per lane that one lane per key took (the kernel's time was those chains). 2 for head_dim
+// 256, whose accumulators leave no room for 512 threads' registers.
+template <int L>
+constexpr int kWarps = 4 * L;
+template <int L>
+constexpr int kThreads = 32 * kWarps<L>;
+template <int L>
+constexpr int kKeysPerWarp = 32 / L;
+// The most lanes per key a head_dim allows.
 template <int D>
-constexpr int kRowBytes = 2 * D + 16;
-template <int D>
-constexpr int kTileBytes = 2 * kTileKeys* kRowBytes<D>;  // K rows, then V rows
+constexpr int kWideLanes = D <= 128 ? 4 : 2;
+
+// A staged K or V row: head_dim bf16 values and 16 * kLanes bytes of padding, so a quarter warp's 16-byte
+// reads (8 / kLanes keys, kLanes pieces each) fall in distinct banks.
+template <int D, int L>
+constexpr int kRowBytes = 2 * D + 16 * L;
+template <int D, int L>
+constexpr int kTileBytes = 2 * kTileKeys* kRowBytes<D, L>;  // K rows, then V rows
 
 struct DecodeArgs {
   const float* qkv;  // [B, (heads + 2 kv_heads) * D]
@@ -43,13 +60,13 @@ struct DecodeArgs {
   uint16_t* ctx_bf16;
 };
 
-template <int D, int kHeads>
+template <int D, int kHeads, int L>
 struct SplitShared {
   alignas(16) float q[kHeads][D];  // the new token's queries of the block's heads, pre-scaled
   alignas(16) uint16_t k_new[D];   // its key and value as the cache stores them (bf16)
   alignas(16) uint16_t v_new[D];
-  float p[kWarps][kHeads][32];  // one tile's probabilities, per warp
-  float m[kWarps][kHeads], l[kWarps][kHeads];
+  float p[kWarps<L>][kHeads][kKeysPerWarp<L>];  // one tile's probabilities, per warp
+  float m[kWarps<L>][kHeads], l[kWarps<L>][kHeads];
   int last;
 };
 
@@ -60,9 +77,9 @@ struct CombineShared {
   float inv_den[kHeads];
 };
 
-template <int D, int kHeads>
+template <int D, int kHeads, int L>
 union BlockShared {
-  SplitShared<D, kHeads> split;
+  SplitShared<D, kHeads, L> split;
   CombineShared<kHeads> combine;  // after the split's result is out
 };
 
@@ -96,18 +113,18 @@ __device__ __forceinline__ int64_t key_row(const KvCacheDev& kv, const int32_t* 
 // Keys [tb, tb + kTileKeys) ∩ [.., j1) of KV head kvh into the staged tile (asynchronously; one commit
 // group). The new key's rows and rows past j1 are zero-filled: the new key is not in the cache yet (this
 // kernel writes it), and a zero row past the end keeps P·V finite where p = 0.
-template <int D>
+template <int D, int L>
 __device__ void stage_tile(uint8_t* tile, const uint16_t* layer_base, const KvCacheDev& kv,
                            const int32_t* pages, int kvh, int tb, int j1, int new_key, int64_t v_off) {
   constexpr int kPieces = D / 8;  // 16-byte pieces per row
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  for (int i = threadIdx.x; i < kTileKeys * kPieces; i += kThreads) {
+  for (int i = threadIdx.x; i < kTileKeys * kPieces; i += kThreads<L>) {
     const int key = i / kPieces, c = i % kPieces, j = tb + key;
     const bool ok = j < j1 && j != new_key;
     const uint16_t* src = layer_base + (ok ? key_row(kv, pages, j, kvh) : 0) + c * 8;
-    const uint32_t dst = base + static_cast<uint32_t>(key * kRowBytes<D> + c * 16);
+    const uint32_t dst = base + static_cast<uint32_t>(key * kRowBytes<D, L> + c * 16);
     cuda::cp_async16(dst, src, ok);
-    cuda::cp_async16(dst + kTileKeys * kRowBytes<D>, src + v_off, ok);
+    cuda::cp_async16(dst + kTileKeys * kRowBytes<D, L>, src + v_off, ok);
   }
   cuda::cp_async_commit();
 }
@@ -115,10 +132,10 @@ __device__ void stage_tile(uint8_t* tile, const uint16_t* layer_base, const KvCa
 // The new token's q (heads [h0, h0 + nh)), k and v of KV head kvh from its projection row, through
 // head_norm_rope, into shared memory. Warp w takes items w, w + kWarps, ... (the q heads, then k, then v),
 // and loads all of its items' inputs before the first reduction, so the whole step costs one round trip.
-template <int D, int kHeads>
+template <int D, int kHeads, int L>
 __device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, int nh, int pos,
-                                  SplitShared<D, kHeads>& sh) {
-  constexpr int E = D / 32, kItems = kHeads + 2, kPerWarp = (kItems + kWarps - 1) / kWarps;
+                                  SplitShared<D, kHeads, L>& sh) {
+  constexpr int E = D / 32, kItems = kHeads + 2, kPerWarp = (kItems + kWarps<L> - 1) / kWarps<L>;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int kv_heads = a.kv.kv_heads;
   const float* row = a.qkv + static_cast<int64_t>(a.meta.seq_first[b]) * (a.heads + 2 * kv_heads) * D;
@@ -130,7 +147,7 @@ __device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, i
   float v[kPerWarp][E], qw[E] = {}, kw[E] = {};
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
-    const int item = warp + u * kWarps;
+    const int item = warp + u * kWarps<L>;
     if (live(item)) load_lane_elements<E>(row + static_cast<int64_t>(slot_of(item)) * D, v[u]);
   }
   if (a.nr.q_norm) load_lane_elements<E>(a.nr.q_norm, qw);
@@ -139,7 +156,7 @@ __device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, i
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
-    const int item = warp + u * kWarps;
+    const int item = warp + u * kWarps<L>;
     if (item >= kItems) break;
     if (!live(item)) {  // an idle head slot of the block: zero queries
 #pragma unroll
@@ -164,9 +181,9 @@ __device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, i
 
 // Split `split`'s result for heads [h0, h0 + nh): into `partial`, or straight into ctx when there is one
 // split.
-template <int D, int kHeads>
+template <int D, int kHeads, int L>
 __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
-                             SplitShared<D, kHeads>& sh, uint8_t* tile) {
+                             SplitShared<D, kHeads, L>& sh, uint8_t* tile) {
   constexpr int E = D / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const KvCacheDev& kv = a.kv;
@@ -177,11 +194,11 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   const uint16_t* layer_base = kv.data + a.layer * kv.layer_stride();
   const int32_t* pages = a.meta.page_table + static_cast<int64_t>(b) * a.meta.max_pages;
   const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
-  if (j0 < j1) stage_tile<D>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
+  if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
 
   pdl_wait();
   pdl_trigger();
-  prepare_new_token<D, kHeads>(a, b, kvh, h0, nh, new_key, sh);
+  prepare_new_token<D, kHeads, L>(a, b, kvh, h0, nh, new_key, sh);
   __syncthreads();
   // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
   if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
@@ -200,17 +217,19 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   for (int tb = j0; tb < j1; tb += kTileKeys) {
     cuda::cp_async_wait<0>();
     __syncthreads();
-    const int t0 = tb + warp * 32;
+    constexpr int kL = L, kKeys = kKeysPerWarp<L>;
+    const int t0 = tb + warp * kKeys;
     if (t0 < j1) {
-      // Scores: lane's key against every head of the group; the new key's row comes from sh.k_new.
-      const int j = t0 + lane;
+      // Scores: lanes kL * k .. kL * k + kL - 1 take key t0 + k against every head of the group, piece r,
+      // r + kL, ... each, then add their parts; the new key's row comes from sh.k_new.
+      const int r = lane % kL, key = lane / kL, j = t0 + key;
       const uint8_t* krow = j == new_key ? reinterpret_cast<const uint8_t*>(sh.k_new)
-                                         : tile + (warp * 32 + lane) * kRowBytes<D>;
+                                         : tile + (warp * kKeys + key) * kRowBytes<D, L>;
       float s[kHeads];
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) s[g] = 0.0f;
 #pragma unroll 2
-      for (int c = 0; c < D / 8; ++c) {
+      for (int c = r; c < D / 8; c += kL) {
         float k[8];
         cuda::decode16<cuda::WFormat::Bf16>(*reinterpret_cast<const uint4*>(krow + 16 * c), k);
 #pragma unroll
@@ -222,26 +241,30 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
           s[g] = fmaf(qb.z, k[6], s[g]), s[g] = fmaf(qb.w, k[7], s[g]);
         }
       }
+#pragma unroll
+      for (int g = 0; g < kHeads; ++g)
+#pragma unroll
+        for (int x = 1; x < kL; x *= 2) s[g] += __shfl_xor_sync(cuda::kFullMask, s[g], x);
       const bool valid = j < j1;
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) {
         const float sv = valid ? s[g] : -INFINITY;
         const float m_new = fmaxf(m[g], warp_max(sv));  // lane 0's key is always valid: finite
         const float alpha = expf(m[g] - m_new), p = expf(sv - m_new);
-        l[g] = l[g] * alpha + warp_sum(p);
+        l[g] = l[g] * alpha + warp_sum(r == 0 ? p : 0.0f);  // each key once
 #pragma unroll
         for (int e = 0; e < E; ++e) o[g][e] *= alpha;
         m[g] = m_new;
-        sh.p[warp][g][lane] = p;
+        if (r == 0) sh.p[warp][g][key] = p;
       }
       __syncwarp();
       // P·V over the warp's keys: lane's E dimensions of each value row.
-      const int count = min(32, j1 - t0);
-      const uint8_t* vtile = tile + kTileKeys * kRowBytes<D> + warp * 32 * kRowBytes<D>;
+      const int count = min(kKeys, j1 - t0);
+      const uint8_t* vtile = tile + kTileKeys * kRowBytes<D, L> + warp * kKeys * kRowBytes<D, L>;
 #pragma unroll 4
       for (int u = 0; u < count; ++u) {
         const uint16_t* vrow =
-            t0 + u == new_key ? sh.v_new : reinterpret_cast<const uint16_t*>(vtile + u * kRowBytes<D>);
+            t0 + u == new_key ? sh.v_new : reinterpret_cast<const uint16_t*>(vtile + u * kRowBytes<D, L>);
         float v[E];
         load_bf16<E>(vrow + lane * E, v);
 #pragma unroll
@@ -255,12 +278,13 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     }
     __syncthreads();  // the tile is read: the next one may overwrite it
     if (tb + kTileKeys < j1)
-      stage_tile<D>(tile, layer_base, kv, pages, kvh, tb + kTileKeys, j1, new_key, v_off);
+      stage_tile<D, L>(tile, layer_base, kv, pages, kvh, tb + kTileKeys, j1, new_key, v_off);
   }
   // The warps' outputs go into the staged tile, read by now (the loop ends on a barrier); this keeps the
   // static shared memory small, so a large batch's blocks still fit several to an SM.
   float(*wo)[kHeads][D] = reinterpret_cast<float(*)[kHeads][D]>(tile);
-  static_assert(sizeof(float) * kWarps * kHeads * D <= kTileBytes<D>, "warp outputs must fit in the tile");
+  static_assert(sizeof(float) * kWarps<L> * kHeads * D <= kTileBytes<D, L>,
+                "warp outputs must fit in the tile");
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
     if (lane == 0) sh.m[warp][g] = m[g], sh.l[warp][g] = l[g];
@@ -269,12 +293,12 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   }
   __syncthreads();
   // The warps' pieces combined in warp order; a warp with no keys has l = 0 and is skipped.
-  for (int i = threadIdx.x; i < nh * D; i += kThreads) {
+  for (int i = threadIdx.x; i < nh * D; i += kThreads<L>) {
     const int g = i / D, d = i % D;
     float mx = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sh.m[w][g]);
+    for (int w = 0; w < kWarps<L>; ++w) mx = fmaxf(mx, sh.m[w][g]);
     float sum = 0.0f, out = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < kWarps<L>; ++w) {
       if (sh.l[w][g] == 0.0f) continue;
       const float f = expf(sh.m[w][g] - mx);
       sum += f * sh.l[w][g];
@@ -296,10 +320,10 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
 // All splits of heads [h0, h0 + nh) of sequence b combined into ctx, in split order. First each (head,
 // split)'s weight exp(m_s - max) and the heads' denominators, into shared memory; then every thread sums its
 // outputs over the splits with all its heads' loads of one split in flight together (the partials are in L2).
-template <int D, int kHeads>
+template <int D, int kHeads, int L>
 __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, CombineShared<kHeads>& cs) {
   const float* base = a.partial + (static_cast<int64_t>(b) * a.heads + h0) * a.splits * (D + 2);
-  for (int i = threadIdx.x; i < nh * a.splits; i += kThreads) {
+  for (int i = threadIdx.x; i < nh * a.splits; i += kThreads<L>) {
     const float* ps = base + static_cast<int64_t>(i) * (D + 2);  // head i / splits, split i % splits
     cs.w[i / a.splits][i % a.splits] = __ldcg(ps + D);
     cs.l[i / a.splits][i % a.splits] = __ldcg(ps + D + 1);
@@ -319,7 +343,7 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
     cs.inv_den[g] = 1.0f / den;
   }
   __syncthreads();
-  constexpr int kItems = (kHeads * D + kThreads - 1) / kThreads;
+  constexpr int kItems = (kHeads * D + kThreads<L> - 1) / kThreads<L>;
   float num[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) num[k] = 0.0f;
@@ -332,7 +356,7 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
     for (int u = 0; u < kSplitBatch; ++u)
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
-        const int i = threadIdx.x + k * kThreads, g = i / D, s = s0 + u;
+        const int i = threadIdx.x + k * kThreads<L>, g = i / D, s = s0 + u;
         part[u][k] = g < nh && s < a.splits
                          ? __ldcg(base + (static_cast<int64_t>(g) * a.splits + s) * (D + 2) + i % D)
                          : 0.0f;
@@ -341,13 +365,13 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
     for (int u = 0; u < kSplitBatch; ++u)
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
-        const int i = threadIdx.x + k * kThreads, g = i / D, s = s0 + u;
+        const int i = threadIdx.x + k * kThreads<L>, g = i / D, s = s0 + u;
         if (g < nh && s < a.splits) num[k] += cs.w[g][s] * part[u][k];
       }
   }
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
-    const int i = threadIdx.x + k * kThreads, g = i / D;
+    const int i = threadIdx.x + k * kThreads<L>, g = i / D;
     if (g >= nh) continue;
     const int64_t at = (static_cast<int64_t>(a.meta.seq_first[b]) * a.heads + h0 + g) * D + i % D;
     const float v = num[k] * cs.inv_den[g];
@@ -356,16 +380,16 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
   }
 }
 
-template <int D, int kHeads>
-__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
-  __shared__ BlockShared<D, kHeads> sh;
-  extern __shared__ __align__(16) uint8_t tile[];  // kTileBytes<D>
+template <int D, int kHeads, int L>
+__global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
+  __shared__ BlockShared<D, kHeads, L> sh;
+  extern __shared__ __align__(16) uint8_t tile[];  // kTileBytes<D, L>
   const int split = blockIdx.x, b = blockIdx.z;
   const int group = a.heads / a.kv.kv_heads;
   const int sub_groups = (group + kHeads - 1) / kHeads;
   const int kvh = blockIdx.y / sub_groups, sub = blockIdx.y % sub_groups;
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
-  attend_split<D, kHeads>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
+  attend_split<D, kHeads, L>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
   if (a.splits == 1) return;
   // The last block of this (sequence, KV head, sub-group) to finish combines: integer counting, then reads
   // of the other blocks' partials from L2.
@@ -377,27 +401,44 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   __syncthreads();
   if (!sh.split.last) return;
   __threadfence();
-  combine_splits<D, kHeads>(a, b, h0, nh, sh.combine);
+  combine_splits<D, kHeads, L>(a, b, h0, nh, sh.combine);
 }
 
+// Lanes per key: kWideLanes<D> while the grid has no more blocks than SMs (a small batch: the 512-thread
+// blocks cut each lane's chains of dependent FMAs), else 1 (a large batch: 128-thread blocks, several to an
+// SM; at batch 64 the wide blocks were 8 % slower over the whole model step).
 template <int D>
 void launch(const DecodeArgs& a, int B, cudaStream_t s) {
   const int group = a.heads / a.kv.kv_heads;
-  const auto go = [&](auto heads_per_block) {
-    constexpr int kHeads = decltype(heads_per_block)::value;
+  const auto go = [&](auto heads_per_block, auto lanes) {
+    constexpr int kHeads = decltype(heads_per_block)::value, L = decltype(lanes)::value;
     const int sub_groups = (group + kHeads - 1) / kHeads;
-    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads>), kTileBytes<D>);
-    launch_pdl(decode_kernel<D, kHeads>,
+    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L>), kTileBytes<D, L>);
+    launch_pdl(decode_kernel<D, kHeads, L>,
                dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
                     static_cast<unsigned>(B)),
-               kThreads, kTileBytes<D>, s, a);
+               kThreads<L>, kTileBytes<D, L>, s, a);
+  };
+  // MOE_ATTENTION_LANES=1 or =wide forces one (the GPU tests run both on every shape).
+  const char* forced = std::getenv("MOE_ATTENTION_LANES");
+  const bool wide =
+      forced && std::strcmp(forced, "1") == 0 ? false
+      : forced && std::strcmp(forced, "wide") == 0
+          ? true
+          : static_cast<int64_t>(a.splits) * attention_decode_counters(B, a.heads, a.kv.kv_heads) <=
+                cuda::sm_count();
+  const auto with_lanes = [&](auto heads_per_block) {
+    if (wide)
+      go(heads_per_block, std::integral_constant<int, kWideLanes<D>>{});
+    else
+      go(heads_per_block, std::integral_constant<int, 1>{});
   };
   if (group == 1)
-    go(std::integral_constant<int, 1>{});
+    with_lanes(std::integral_constant<int, 1>{});
   else if (group <= 4)
-    go(std::integral_constant<int, 4>{});
+    with_lanes(std::integral_constant<int, 4>{});
   else
-    go(std::integral_constant<int, kMaxHeadsPerBlock>{});
+    with_lanes(std::integral_constant<int, kMaxHeadsPerBlock>{});
 }
 
 }  // namespace
