@@ -217,19 +217,19 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   for (int tb = j0; tb < j1; tb += kTileKeys) {
     cuda::cp_async_wait<0>();
     __syncthreads();
-    constexpr int kL = L, kKeys = kKeysPerWarp<L>;
+    constexpr int kKeys = kKeysPerWarp<L>;
     const int t0 = tb + warp * kKeys;
     if (t0 < j1) {
-      // Scores: lanes kL * k .. kL * k + kL - 1 take key t0 + k against every head of the group, piece r,
-      // r + kL, ... each, then add their parts; the new key's row comes from sh.k_new.
-      const int r = lane % kL, key = lane / kL, j = t0 + key;
+      // Scores: lanes L * k .. L * k + L - 1 take key t0 + k against every head of the group, piece r,
+      // r + L, ... each, then add their parts; the new key's row comes from sh.k_new.
+      const int r = lane % L, key = lane / L, j = t0 + key;
       const uint8_t* krow = j == new_key ? reinterpret_cast<const uint8_t*>(sh.k_new)
                                          : tile + (warp * kKeys + key) * kRowBytes<D, L>;
       float s[kHeads];
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) s[g] = 0.0f;
 #pragma unroll 2
-      for (int c = r; c < D / 8; c += kL) {
+      for (int c = r; c < D / 8; c += L) {
         float k[8];
         cuda::decode16<cuda::WFormat::Bf16>(*reinterpret_cast<const uint4*>(krow + 16 * c), k);
 #pragma unroll
@@ -244,7 +244,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
 #pragma unroll
       for (int g = 0; g < kHeads; ++g)
 #pragma unroll
-        for (int x = 1; x < kL; x *= 2) s[g] += __shfl_xor_sync(cuda::kFullMask, s[g], x);
+        for (int x = 1; x < L; x *= 2) s[g] += __shfl_xor_sync(cuda::kFullMask, s[g], x);
       const bool valid = j < j1;
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) {
@@ -456,18 +456,7 @@ void attention_decode(const float* qkv, const HeadNormRope& nr, const StepMetaDe
   require(heads % kv.kv_heads == 0 && splits >= 1 && splits <= kAttentionMaxSplits,
           "attention_decode: heads ", heads, " kv heads ", kv.kv_heads, " splits ", splits);
   const DecodeArgs a{qkv, nr, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16};
-  switch (kv.head_dim) {
-    case 32:
-      return launch<32>(a, B, s);
-    case 64:
-      return launch<64>(a, B, s);
-    case 128:
-      return launch<128>(a, B, s);
-    case 256:
-      return launch<256>(a, B, s);
-    default:
-      fail_input("cuda attention: head_dim ", kv.head_dim, " is not supported (32, 64, 128, 256)");
-  }
+  with_head_dim(kv.head_dim, [&](auto d) { launch<decltype(d)::value>(a, B, s); });
 }
 
 }  // namespace moe::model::gpu

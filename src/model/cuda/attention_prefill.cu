@@ -143,18 +143,9 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
   static const bool cores_only = env_flag("MOE_ATTENTION_PREFILL_CORES");
   if (!cores_only && prefill_tc_supports(kv.head_dim))
     return attention_prefill_tc(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
-  switch (kv.head_dim) {
-    case 32:
-      return launch<32>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
-    case 64:
-      return launch<64>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
-    case 128:
-      return launch<128>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
-    case 256:
-      return launch<256>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
-    default:
-      fail_input("cuda attention: head_dim ", kv.head_dim, " is not supported (32, 64, 128, 256)");
-  }
+  with_head_dim(kv.head_dim, [&](auto d) {
+    launch<decltype(d)::value>(q, meta, tiles, num_tiles, kv, layer, heads, ctx_f32, ctx_bf16, s);
+  });
 }
 
 }  // namespace moe::model::gpu

@@ -3,6 +3,8 @@
 // the launch check.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "core/codecs.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
@@ -30,6 +32,24 @@ template <typename... KernelArgs, typename... Args>
 void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
                 Args&&... args) {
   cuda::launch_overlapped(kernel, grid, block, smem, s, std::forward<Args>(args)...);
+}
+
+// f(std::integral_constant<int, head_dim>{}) for the head dims the attention kernels are built for; any other
+// is a clear input error (one message for every attention kernel).
+template <typename F>
+void with_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    case 128:
+      return f(std::integral_constant<int, 128>{});
+    case 256:
+      return f(std::integral_constant<int, 256>{});
+    default:
+      fail_input("cuda attention: head_dim ", head_dim, " is not supported (32, 64, 128, 256)");
+  }
 }
 
 inline unsigned blocks_for(int64_t n, int threads) {

@@ -51,22 +51,10 @@ void qk_norm_rope_store(const float* qkv, int N, int heads, int kv_heads, int he
                         float* q_out, cudaStream_t s) {
   if (N == 0) return;
   const dim3 grid(static_cast<unsigned>(N), blocks_for(heads + 2 * kv_heads, kWarps));
-  const auto go = [&](auto e) {
-    constexpr int E = decltype(e)::value;
+  with_head_dim(head_dim, [&](auto d) {
+    constexpr int E = decltype(d)::value / 32;
     launch_pdl(qk_rope_kernel<E>, grid, 32 * kWarps, 0, s, qkv, heads, kv_heads, nr, meta, kv, layer, q_out);
-  };
-  switch (head_dim) {
-    case 32:
-      return go(std::integral_constant<int, 1>{});
-    case 64:
-      return go(std::integral_constant<int, 2>{});
-    case 128:
-      return go(std::integral_constant<int, 4>{});
-    case 256:
-      return go(std::integral_constant<int, 8>{});
-    default:
-      fail_input("cuda attention: head_dim ", head_dim, " is not supported (32, 64, 128, 256)");
-  }
+  });
 }
 
 }  // namespace moe::model::gpu
