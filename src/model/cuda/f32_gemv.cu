@@ -1,6 +1,7 @@
 // y [M, rows] = x [M, cols] · Wᵀ for fp32 W [rows, cols] and a few rows of x: the MoE router at decode sizes.
-// One warp per output row, 16-byte loads; the first kSteps loads of the row are issued before the kernel
-// waits for its predecessor (the weights do not depend on it), so they overlap the previous kernel's tail.
+// One warp per output row, 16-byte loads; the first kSteps loads of the row (all of a 2048-column row) are
+// issued before the kernel waits for its predecessor (the weights do not depend on it), so they overlap the
+// previous kernel's tail and no weight round trip is left after the wait.
 #include "model/cuda/common.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
@@ -9,7 +10,7 @@
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 8, kSteps = 8;
+constexpr int kWarps = 8, kSteps = 16;
 
 template <int M>
 __global__ void __launch_bounds__(32 * kWarps)

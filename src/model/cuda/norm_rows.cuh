@@ -34,6 +34,14 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
   constexpr int kBatch = 8;
   const bool writer = blockIdx.x == 0 && blockIdx.y == 0;
   const int stride = blockDim.x;
+  // The weights of each thread's first batch go out with the first inputs: one round trip, not two, for a
+  // row of up to kBatch * blockDim.x (2048) values.
+  float w_first[kBatch];
+#pragma unroll
+  for (int u = 0; u < kBatch; ++u) {
+    const int i = threadIdx.x + u * stride;
+    w_first[u] = i < n ? p.weight[i] : 0.0f;
+  }
   for (int m = 0; m < M; ++m) {
     const int64_t off = static_cast<int64_t>(m) * n;
     float ss = 0.0f;
@@ -65,7 +73,7 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int i = i0 + u * stride;
-        w[u] = i < n ? p.weight[i] : 0.0f;
+        w[u] = i0 == static_cast<int>(threadIdx.x) ? w_first[u] : i < n ? p.weight[i] : 0.0f;
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
