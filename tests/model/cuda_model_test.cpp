@@ -242,14 +242,15 @@ INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
 
 // Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
 // head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV
-// head), with head_dim 32 to 256, each with the wide blocks (several lanes per key) and with one lane per key
-// and a 300-token context (several splits, so the last-block combine runs): decode logits against the CPU
-// reference. The prefill before it covers the prefill kernels (head_dim 32 on CUDA cores, 64 and 128 on
-// tensor cores): every prefill row against the reference.
+// head), with head_dim 32 to 256, each with the wide blocks (several lanes per key), with one lane per key
+// and (head_dim <= 128) on the tensor cores, and a 300-token context (several splits, so the last-block
+// combine runs): decode logits against the CPU reference. The prefill before it covers the prefill kernels
+// (head_dim 32 on CUDA cores, 64 and 128 on tensor cores): every prefill row against the reference.
 struct AttentionShape {
   int64_t heads, kv_heads, head_dim;
   const char* name;
-  const char* lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel)
+  const char*
+      lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel), "tc"
 };
 
 class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
@@ -331,7 +332,11 @@ INSTANTIATE_TEST_SUITE_P(shapes, cuda_attention_shapes,
                                            AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
                                            AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
                                            AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
-                                           AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"}),
+                                           AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"},
+                                           AttentionShape{4, 4, 32, "group1_d32_tensor_cores", "tc"},
+                                           AttentionShape{6, 2, 64, "group3_d64_tensor_cores", "tc"},
+                                           AttentionShape{16, 2, 128, "group8_d128_tensor_cores", "tc"},
+                                           AttentionShape{32, 2, 64, "group16_d64_tensor_cores", "tc"}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace

@@ -4,19 +4,21 @@
 // its keys' K and V rows into shared memory kTileKeys at a time (cp.async), its first tile before the
 // predecessor wait: every key but the new token's was written by earlier steps, so that read overlaps the
 // q/k/v projection still running. After the wait the block does the new token's q/k norms and RoPE itself
-// (head_norm_rope.cuh; the block whose split holds the new key also stores its k and v into the cache), and
-// its warps take 32 / kLanes keys each, kLanes lanes per key (a key's scores for every head of the group
-// need only log2(kLanes) shuffles), and P·V reads each value row across the lanes. The loops stay rolled:
-// each block runs once per SM, and the fully unrolled kernel before this one spent a quarter of its time
-// fetching instructions. The split's result (unnormalised output, running max, sum) goes to `partial`; the
-// last block to finish a (sequence, KV head) combines all splits in split order, so the result does not
-// depend on which block is last (with one split the block writes ctx itself). Lengths come from device
-// memory, so a captured graph serves every context length.
+// (head_norm_rope.cuh; the block whose split holds the new key also stores its k and v into the cache).
+// Then, for head_dim <= 128, four warps take 32 keys each on the tensor cores (attention_decode_tc.cuh);
+// otherwise its warps take 32 / kLanes keys each on CUDA cores, kLanes lanes per key (a key's scores for
+// every head of the group need only log2(kLanes) shuffles), and P·V reads each value row across the lanes.
+// The loops stay rolled: each block runs once per SM, and the fully unrolled kernel before this one spent a
+// quarter of its time fetching instructions. The split's result (unnormalised output, running max, sum) goes
+// to `partial`; the last block to finish a (sequence, KV head) combines all splits in split order, so the
+// result does not depend on which block is last (with one split the block writes ctx itself). Lengths come
+// from device memory, so a captured graph serves every context length.
 #include <cstdlib>
 #include <cstring>
 
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/weight_decode.cuh"
+#include "model/cuda/attention_decode_tc.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/head_norm_rope.cuh"
 #include "model/cuda/kernel_attributes.h"
@@ -67,6 +69,8 @@ struct SplitShared {
   alignas(16) uint16_t v_new[D];
   float p[kWarps<L>][kHeads][kKeysPerWarp<L>];  // one tile's probabilities, per warp
   float m[kWarps<L>][kHeads], l[kWarps<L>][kHeads];
+  float f[kWarps<L>][kHeads];     // the warps' weights in the block's combine
+  float mx[kHeads], sum[kHeads];  // each head's maximum and denominator over the warps
   int last;
 };
 
@@ -112,16 +116,29 @@ __device__ __forceinline__ int64_t key_row(const KvCacheDev& kv, const int32_t* 
 
 // Keys [tb, tb + kTileKeys) ∩ [.., j1) of KV head kvh into the staged tile (asynchronously; one commit
 // group). The new key's rows and rows past j1 are zero-filled: the new key is not in the cache yet (this
-// kernel writes it), and a zero row past the end keeps P·V finite where p = 0.
+// kernel writes it), and a zero row past the end keeps P·V finite where p = 0. Warp w copies keys
+// w * kKeys .. + kKeys - 1; lane k < kKeys finds key k's row once (a page-table read and a division by the
+// page size) and the warp's pieces take it by shuffle: ncu counted the per-piece address arithmetic as a
+// third of the tensor-core kernel's instructions.
 template <int D, int L>
 __device__ void stage_tile(uint8_t* tile, const uint16_t* layer_base, const KvCacheDev& kv,
                            const int32_t* pages, int kvh, int tb, int j1, int new_key, int64_t v_off) {
-  constexpr int kPieces = D / 8;  // 16-byte pieces per row
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  for (int i = threadIdx.x; i < kTileKeys * kPieces; i += kThreads<L>) {
-    const int key = i / kPieces, c = i % kPieces, j = tb + key;
-    const bool ok = j < j1 && j != new_key;
-    const uint16_t* src = layer_base + (ok ? key_row(kv, pages, j, kvh) : 0) + c * 8;
+  constexpr int kPieces = D / 8;                // 16-byte pieces per row
+  constexpr int kKeys = kTileKeys / kWarps<L>;  // keys per warp
+  constexpr int kIters = kKeys * kPieces / 32;  // pieces per lane
+  static_assert(kKeys <= 32 && kKeys * kPieces % 32 == 0, "stage geometry");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int mine = tb + warp * kKeys + lane;  // lane's key (lanes below kKeys)
+  const bool mine_ok = lane < kKeys && mine < j1 && mine != new_key;
+  const int64_t mine_row = mine_ok ? key_row(kv, pages, mine, kvh) : 0;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile)) +
+                        static_cast<uint32_t>(warp * kKeys * kRowBytes<D, L>);
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int i = it * 32 + lane, key = i / kPieces, c = i % kPieces;
+    const int64_t row = __shfl_sync(cuda::kFullMask, mine_row, key);
+    const bool ok = __shfl_sync(cuda::kFullMask, mine_ok, key);
+    const uint16_t* src = layer_base + row + c * 8;
     const uint32_t dst = base + static_cast<uint32_t>(key * kRowBytes<D, L> + c * 16);
     cuda::cp_async16(dst, src, ok);
     cuda::cp_async16(dst + kTileKeys * kRowBytes<D, L>, src + v_off, ok);
@@ -179,34 +196,14 @@ __device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, i
   }
 }
 
-// Split `split`'s result for heads [h0, h0 + nh): into `partial`, or straight into ctx when there is one
-// split.
+// Keys [j0, j1) on CUDA cores: warps of 32 / L keys, L lanes per key; leaves each warp's unnormalised output,
+// max and sum in shared memory (the outputs over the tile, read by then) for the block's combine.
 template <int D, int kHeads, int L>
-__device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
-                             SplitShared<D, kHeads, L>& sh, uint8_t* tile) {
+__device__ void cuda_core_split_keys(SplitShared<D, kHeads, L>& sh, uint8_t* tile, const uint16_t* layer_base,
+                                     const KvCacheDev& kv, const int32_t* pages, int kvh, int j0, int j1,
+                                     int new_key, int64_t v_off) {
   constexpr int E = D / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const KvCacheDev& kv = a.kv;
-  const int kv_len = a.meta.seq_kv_len[b];
-  const int new_key = kv_len - 1;
-  const int chunk = (kv_len + a.splits - 1) / a.splits;
-  const int j0 = min(kv_len, split * chunk), j1 = min(kv_len, j0 + chunk);
-  const uint16_t* layer_base = kv.data + a.layer * kv.layer_stride();
-  const int32_t* pages = a.meta.page_table + static_cast<int64_t>(b) * a.meta.max_pages;
-  const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
-  if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
-
-  pdl_wait();
-  pdl_trigger();
-  prepare_new_token<D, kHeads, L>(a, b, kvh, h0, nh, new_key, sh);
-  __syncthreads();
-  // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
-  if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
-    uint16_t* at = kv.data + a.layer * kv.layer_stride() + key_row(kv, pages, new_key, kvh);
-    reinterpret_cast<uint4*>(at)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.k_new)[threadIdx.x];
-    reinterpret_cast<uint4*>(at + v_off)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.v_new)[threadIdx.x];
-  }
-
   float m[kHeads], l[kHeads], o[kHeads][E];
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
@@ -280,40 +277,95 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     if (tb + kTileKeys < j1)
       stage_tile<D, L>(tile, layer_base, kv, pages, kvh, tb + kTileKeys, j1, new_key, v_off);
   }
-  // The warps' outputs go into the staged tile, read by now (the loop ends on a barrier); this keeps the
-  // static shared memory small, so a large batch's blocks still fit several to an SM.
   float(*wo)[kHeads][D] = reinterpret_cast<float(*)[kHeads][D]>(tile);
-  static_assert(sizeof(float) * kWarps<L> * kHeads * D <= kTileBytes<D, L>,
-                "warp outputs must fit in the tile");
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
     if (lane == 0) sh.m[warp][g] = m[g], sh.l[warp][g] = l[g];
 #pragma unroll
     for (int e = 0; e < E; ++e) wo[warp][g][lane * E + e] = o[g][e];
   }
+}
+
+// Split `split`'s result for heads [h0, h0 + nh): into `partial`, or straight into ctx when there is one
+// split. kTc: the keys on the tensor cores (attention_decode_tc.cuh; one lane per key's block geometry).
+template <int D, int kHeads, int L, bool kTc>
+__device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
+                             SplitShared<D, kHeads, L>& sh, uint8_t* tile) {
+  const KvCacheDev& kv = a.kv;
+  const int kv_len = a.meta.seq_kv_len[b];
+  const int new_key = kv_len - 1;
+  const int chunk = (kv_len + a.splits - 1) / a.splits;
+  const int j0 = min(kv_len, split * chunk), j1 = min(kv_len, j0 + chunk);
+  const uint16_t* layer_base = kv.data + a.layer * kv.layer_stride();
+  const int32_t* pages = a.meta.page_table + static_cast<int64_t>(b) * a.meta.max_pages;
+  const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
+  if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
+
+  pdl_wait();
+  pdl_trigger();
+  prepare_new_token<D, kHeads, L>(a, b, kvh, h0, nh, new_key, sh);
   __syncthreads();
-  // The warps' pieces combined in warp order; a warp with no keys has l = 0 and is skipped.
-  for (int i = threadIdx.x; i < nh * D; i += kThreads<L>) {
-    const int g = i / D, d = i % D;
+  // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
+  if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
+    uint16_t* at = kv.data + a.layer * kv.layer_stride() + key_row(kv, pages, new_key, kvh);
+    reinterpret_cast<uint4*>(at)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.k_new)[threadIdx.x];
+    reinterpret_cast<uint4*>(at + v_off)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.v_new)[threadIdx.x];
+  }
+
+  if constexpr (kTc) {
+    static_assert(L == 1 && kWarps<L> == kTcWarps, "the tensor-core loop uses the one-lane block");
+    tc_split_keys<D, kHeads, kRowBytes<D, L>, kTileKeys>(
+        sh.q, sh.k_new, sh.v_new, tile, j0, j1, new_key,
+        [&](int tb) { stage_tile<D, L>(tile, layer_base, kv, pages, kvh, tb, j1, new_key, v_off); }, sh.m,
+        sh.l);
+  } else {
+    cuda_core_split_keys<D, kHeads, L>(sh, tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
+  }
+  __syncthreads();
+  // The warps' outputs are in the staged tile, read by now (both loops end on a barrier); this keeps the
+  // static shared memory small, so a large batch's blocks still fit several to an SM.
+  static_assert(sizeof(float) * kWarps<L> * kHeads * D <= kTileBytes<D, L>,
+                "warp outputs must fit in the tile");
+  const float(*wo)[kHeads][D] = reinterpret_cast<const float(*)[kHeads][D]>(tile);
+  // The warps' pieces combined in warp order; a warp with no keys has l = 0 and weighs nothing. Each (warp,
+  // head)'s weight exp(m_w - max) and each head's denominator are made once, then every thread sums four
+  // outputs of a head over the warps.
+  if (threadIdx.x < nh) {
+    const int g = threadIdx.x;
     float mx = -INFINITY;
     for (int w = 0; w < kWarps<L>; ++w) mx = fmaxf(mx, sh.m[w][g]);
-    float sum = 0.0f, out = 0.0f;
+    float sum = 0.0f;
     for (int w = 0; w < kWarps<L>; ++w) {
-      if (sh.l[w][g] == 0.0f) continue;
-      const float f = expf(sh.m[w][g] - mx);
+      const float f = sh.l[w][g] == 0.0f ? 0.0f : expf(sh.m[w][g] - mx);
       sum += f * sh.l[w][g];
-      out += f * wo[w][g][d];
+      sh.f[w][g] = f;
+    }
+    sh.mx[g] = mx, sh.sum[g] = sum;
+  }
+  __syncthreads();
+  for (int i = 4 * threadIdx.x; i < nh * D; i += 4 * kThreads<L>) {
+    const int g = i / D, d = i % D;
+    float4 out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int w = 0; w < kWarps<L>; ++w) {
+      const float f = sh.f[w][g];
+      if (f == 0.0f) continue;
+      const float4 v = *reinterpret_cast<const float4*>(&wo[w][g][d]);
+      out.x += f * v.x, out.y += f * v.y, out.z += f * v.z, out.w += f * v.w;
     }
     if (a.splits == 1) {
       const int64_t at = (static_cast<int64_t>(a.meta.seq_first[b]) * a.heads + h0 + g) * D + d;
-      const float v = out * (1.0f / sum);
-      if (a.ctx_f32) a.ctx_f32[at] = v;
-      if (a.ctx_bf16) a.ctx_bf16[at] = f32_to_bf16(v);
+      const float inv = 1.0f / sh.sum[g];
+      const float4 v = make_float4(out.x * inv, out.y * inv, out.z * inv, out.w * inv);
+      if (a.ctx_f32) *reinterpret_cast<float4*>(a.ctx_f32 + at) = v;
+      if (a.ctx_bf16) {
+        const uint2 packed = make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
+        *reinterpret_cast<uint2*>(a.ctx_bf16 + at) = packed;
+      }
       continue;
     }
     float* dst = a.partial + ((static_cast<int64_t>(b) * a.heads + h0 + g) * a.splits + split) * (D + 2);
-    dst[d] = out;
-    if (d == 0) dst[D] = mx, dst[D + 1] = sum;
+    dst[d] = out.x, dst[d + 1] = out.y, dst[d + 2] = out.z, dst[d + 3] = out.w;
+    if (d == 0) dst[D] = sh.mx[g], dst[D + 1] = sh.sum[g];
   }
 }
 
@@ -380,7 +432,7 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
   }
 }
 
-template <int D, int kHeads, int L>
+template <int D, int kHeads, int L, bool kTc>
 __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   __shared__ BlockShared<D, kHeads, L> sh;
   extern __shared__ __align__(16) uint8_t tile[];  // kTileBytes<D, L>
@@ -389,7 +441,7 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   const int sub_groups = (group + kHeads - 1) / kHeads;
   const int kvh = blockIdx.y / sub_groups, sub = blockIdx.y % sub_groups;
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
-  attend_split<D, kHeads, L>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
+  attend_split<D, kHeads, L, kTc>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
   if (a.splits == 1) return;
   // The last block of this (sequence, KV head, sub-group) to finish combines: integer counting, then reads
   // of the other blocks' partials from L2.
@@ -404,41 +456,59 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   combine_splits<D, kHeads, L>(a, b, h0, nh, sh.combine);
 }
 
-// Lanes per key: kWideLanes<D> while the grid has no more blocks than SMs (a small batch: the 512-thread
-// blocks cut each lane's chains of dependent FMAs), else 1 (a large batch: 128-thread blocks, several to an
-// SM; at batch 64 the wide blocks were 8 % slower over the whole model step).
+// The block kind: kWideLanes<D> lanes per key while the grid has no more blocks than SMs (a small batch: the
+// 512-thread blocks cut each lane's chains of dependent FMAs; at batch 1 they beat the 4-warp tensor-core
+// blocks, 3.228 against 3.340 ms per model step), else the tensor-core loop where the head_dim allows it (its
+// fp32 accumulators and two-term q take ~2 D registers per lane: D <= 128; batch 8 / 64: 7.441 / 14.94 ms
+// against 7.589 / 15.49 for one lane per key and 7.845 / 16.91 for the wide blocks), else one lane per key
+// (128-thread blocks, several to an SM). MOE_ATTENTION_LANES=1, =wide or =tc forces one (the GPU tests run
+// each on every shape it supports).
+enum class DecodeBlock { OneLane, Wide, TensorCores };
+
+template <int D>
+DecodeBlock decode_block(const DecodeArgs& a, int B) {
+  constexpr bool kTcFits = D <= 128 && D % 16 == 0;
+  const char* forced = std::getenv("MOE_ATTENTION_LANES");
+  if (forced && std::strcmp(forced, "1") == 0) return DecodeBlock::OneLane;
+  if (forced && std::strcmp(forced, "wide") == 0) return DecodeBlock::Wide;
+  if (forced && std::strcmp(forced, "tc") == 0 && kTcFits) return DecodeBlock::TensorCores;
+  const bool fits_sms =
+      static_cast<int64_t>(a.splits) * attention_decode_counters(B, a.heads, a.kv.kv_heads) <=
+      cuda::sm_count();
+  if (fits_sms) return DecodeBlock::Wide;
+  return kTcFits ? DecodeBlock::TensorCores : DecodeBlock::OneLane;
+}
+
 template <int D>
 void launch(const DecodeArgs& a, int B, cudaStream_t s) {
   const int group = a.heads / a.kv.kv_heads;
-  const auto go = [&](auto heads_per_block, auto lanes) {
+  const auto go = [&](auto heads_per_block, auto lanes, auto tc) {
     constexpr int kHeads = decltype(heads_per_block)::value, L = decltype(lanes)::value;
+    constexpr bool kTc = decltype(tc)::value;
     const int sub_groups = (group + kHeads - 1) / kHeads;
-    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L>), kTileBytes<D, L>);
-    launch_pdl(decode_kernel<D, kHeads, L>,
+    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L, kTc>), kTileBytes<D, L>);
+    launch_pdl(decode_kernel<D, kHeads, L, kTc>,
                dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
                     static_cast<unsigned>(B)),
                kThreads<L>, kTileBytes<D, L>, s, a);
   };
-  // MOE_ATTENTION_LANES=1 or =wide forces one (the GPU tests run both on every shape).
-  const char* forced = std::getenv("MOE_ATTENTION_LANES");
-  const bool wide =
-      forced && std::strcmp(forced, "1") == 0 ? false
-      : forced && std::strcmp(forced, "wide") == 0
-          ? true
-          : static_cast<int64_t>(a.splits) * attention_decode_counters(B, a.heads, a.kv.kv_heads) <=
-                cuda::sm_count();
-  const auto with_lanes = [&](auto heads_per_block) {
-    if (wide)
-      go(heads_per_block, std::integral_constant<int, kWideLanes<D>>{});
+  const DecodeBlock kind = decode_block<D>(a, B);
+  const auto with_kind = [&](auto heads_per_block) {
+    using One = std::integral_constant<int, 1>;
+    if constexpr (D <= 128 && D % 16 == 0) {
+      if (kind == DecodeBlock::TensorCores) return go(heads_per_block, One{}, std::true_type{});
+    }
+    if (kind == DecodeBlock::Wide)
+      go(heads_per_block, std::integral_constant<int, kWideLanes<D>>{}, std::false_type{});
     else
-      go(heads_per_block, std::integral_constant<int, 1>{});
+      go(heads_per_block, One{}, std::false_type{});
   };
   if (group == 1)
-    with_lanes(std::integral_constant<int, 1>{});
+    with_kind(std::integral_constant<int, 1>{});
   else if (group <= 4)
-    with_lanes(std::integral_constant<int, 4>{});
+    with_kind(std::integral_constant<int, 4>{});
   else
-    with_lanes(std::integral_constant<int, kMaxHeadsPerBlock>{});
+    with_kind(std::integral_constant<int, kMaxHeadsPerBlock>{});
 }
 
 }  // namespace

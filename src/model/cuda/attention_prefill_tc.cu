@@ -17,6 +17,7 @@
 
 #include "cuda/kernels/mma_sm80.cuh"
 #include "model/cuda/attention_prefill_tc.h"
+#include "model/cuda/bf16_split.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/kernel_attributes.h"
 
@@ -35,19 +36,6 @@ constexpr size_t tc_smem_bytes() {
 template <int D>
 __device__ __forceinline__ uint32_t kv_offset(int key, int c) {
   return static_cast<uint32_t>(key * D * 2 + ((c ^ (key & 7)) << 4));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// (a, b) as two bf16 pairs: hi = the rounded values, lo = the rounded remainders.
-__device__ __forceinline__ void split_bf16(float a, float b, uint32_t& hi, uint32_t& lo) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  const float2 hf = __bfloat1622float2(h);
-  hi = *reinterpret_cast<const uint32_t*>(&h);
-  lo = pack_bf16(a - hf.x, b - hf.y);
 }
 
 template <int D>

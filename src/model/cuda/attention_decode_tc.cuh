@@ -1,0 +1,158 @@
+#pragma once
+// One decode split's keys on the tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate): the block's
+// query heads (the GQA group's, at most 16) are the MMA's 16 rows, so a key tile's scores are a handful of
+// MMAs instead of every lane's chain of FMAs per head (the CUDA-core kernel ran ~4100 instructions per warp
+// at batch 1, issue-bound on the few SMs a small batch fills). Four warps take 32 staged keys each: S = q K^T
+// with K's rows read by ldmatrix from the staged tile, the online softmax on the accumulators (a row's max
+// and sum across the 4 lanes that share it), then P V with P as the A operand and V by ldmatrix.trans. q and
+// P are split into two bf16 terms (bf16_split.cuh) as in prefill, so results stay within fp32 rounding of the
+// CPU reference. Each warp leaves its unnormalised output, max and sum in shared memory for the block's
+// combine.
+#include "cuda/kernels/mma_sm80.cuh"
+#include "model/cuda/bf16_split.cuh"
+
+namespace moe::model::gpu {
+
+constexpr int kTcWarps = 4, kTcKeysPerWarp = 32;
+
+// Keys [j0, j1) of the split, staged kTileKeys at a time in `tile` ([K rows | V rows], kRowBytes apart; the
+// first tile is in flight, later ones come from stage_next(tb)). The new key's rows are zero in the staged
+// tile (it is not in the cache yet): its k and v come from k_new / v_new. q [kHeads][D] fp32, pre-scaled;
+// rows of idle heads are zero. Outputs: m_out / l_out [warp][head], and the warps' outputs [warp][head][D]
+// fp32 over the tile (read by then), as the CUDA-core loop leaves them.
+template <int D, int kHeads, int kRowBytes, int kTileKeys, typename StageNext>
+__device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const uint16_t* v_new,
+                              uint8_t* tile, int j0, int j1, int new_key, StageNext&& stage_next,
+                              float (*m_out)[kHeads], float (*l_out)[kHeads]) {
+  static_assert(kTileKeys == kTcWarps * kTcKeysPerWarp && kHeads <= 16 && D % 16 == 0, "tile geometry");
+  constexpr int kNT = kTcKeysPerWarp / 8;  // 8-key accumulator tiles per warp
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int mi = lane / 8, mrow = lane % 8;  // which 8x8 matrix this lane addresses in ldmatrix, and its row
+
+  // Rows g and g + 8 of the A fragments (heads past kHeads: zero).
+  uint32_t qa[D / 16][4], qa_lo[D / 16][4];
+  {
+    const auto qv = [&](int row, int d) { return row < kHeads ? q[row][d] : 0.0f; };
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int d = 16 * kk + 2 * t;
+      split_bf16(qv(g, d), qv(g, d + 1), qa[kk][0], qa_lo[kk][0]);
+      split_bf16(qv(g + 8, d), qv(g + 8, d + 1), qa[kk][1], qa_lo[kk][1]);
+      split_bf16(qv(g, d + 8), qv(g, d + 9), qa[kk][2], qa_lo[kk][2]);
+      split_bf16(qv(g + 8, d + 8), qv(g + 8, d + 9), qa[kk][3], qa_lo[kk][3]);
+    }
+  }
+  const uint32_t kbase = cuda::smem_addr(tile), vbase = kbase + kTileKeys * kRowBytes;
+  const auto at = [](uint32_t base, int key, int chunk) {
+    return base + static_cast<uint32_t>(key * kRowBytes + chunk * 16);
+  };
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
+  for (int tb = j0; tb < j1; tb += kTileKeys) {
+    cuda::cp_async_wait<0>();
+    if (new_key >= tb && new_key < tb + kTileKeys && threadIdx.x < D / 8) {
+      const int r = new_key - tb;
+      reinterpret_cast<uint4*>(tile + r * kRowBytes)[threadIdx.x] =
+          reinterpret_cast<const uint4*>(k_new)[threadIdx.x];
+      reinterpret_cast<uint4*>(tile + (kTileKeys + r) * kRowBytes)[threadIdx.x] =
+          reinterpret_cast<const uint4*>(v_new)[threadIdx.x];
+    }
+    __syncthreads();
+    const int key0 = warp * kTcKeysPerWarp, w0 = tb + key0;  // the warp's first key (tile row, position)
+    if (w0 < j1) {
+      float s[kNT][4];
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int np = 0; np < kNT / 2; ++np) {
+          uint32_t b[4];
+          cuda::ldmatrix_x4(b, at(kbase, key0 + np * 16 + (mi / 2) * 8 + mrow, 2 * kk + mi % 2));
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          cuda::mma_16x8x32B<false>(s[2 * np], qa[kk], b0);
+          cuda::mma_16x8x32B<false>(s[2 * np], qa_lo[kk], b0);
+          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa[kk], b1);
+          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
+        }
+      }
+      float mx_lo = m_lo, mx_hi = m_hi;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (w0 + 8 * j + 2 * t + e >= j1) s[j][e] = s[j][2 + e] = -INFINITY;  // past the split
+          mx_lo = fmaxf(mx_lo, s[j][e]);
+          mx_hi = fmaxf(mx_hi, s[j][2 + e]);
+        }
+      }
+#pragma unroll
+      for (int off = 1; off < 4; off *= 2) {
+        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
+        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
+      }
+      // Finite: the warp's first key is always in the split.
+      const float alpha_lo = expf(m_lo - mx_lo), alpha_hi = expf(m_hi - mx_hi);
+      m_lo = mx_lo;
+      m_hi = mx_hi;
+      uint32_t pa[kNT / 2][4], pa_lo[kNT / 2][4];
+      float sum_lo = 0.0f, sum_hi = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        const float p0 = expf(s[j][0] - m_lo), p1 = expf(s[j][1] - m_lo);
+        const float p2 = expf(s[j][2] - m_hi), p3 = expf(s[j][3] - m_hi);
+        sum_lo += p0 + p1;
+        sum_hi += p2 + p3;
+        split_bf16(p0, p1, pa[j / 2][(j % 2) * 2], pa_lo[j / 2][(j % 2) * 2]);
+        split_bf16(p2, p3, pa[j / 2][(j % 2) * 2 + 1], pa_lo[j / 2][(j % 2) * 2 + 1]);
+      }
+      l_lo = l_lo * alpha_lo + sum_lo;
+      l_hi = l_hi * alpha_hi + sum_hi;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= alpha_lo;
+        o[n][1] *= alpha_lo;
+        o[n][2] *= alpha_hi;
+        o[n][3] *= alpha_hi;
+      }
+#pragma unroll
+      for (int kk = 0; kk < kNT / 2; ++kk) {
+#pragma unroll
+        for (int np = 0; np < D / 16; ++np) {
+          uint32_t b[4];
+          cuda::ldmatrix_x4_trans(b, at(vbase, key0 + kk * 16 + (mi % 2) * 8 + mrow, 2 * np + mi / 2));
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          cuda::mma_16x8x32B<false>(o[2 * np], pa[kk], b0);
+          cuda::mma_16x8x32B<false>(o[2 * np], pa_lo[kk], b0);
+          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa[kk], b1);
+          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa_lo[kk], b1);
+        }
+      }
+    }
+    __syncthreads();  // the tile is read: the next one may overwrite it
+    if (tb + kTileKeys < j1) stage_next(tb + kTileKeys);
+  }
+#pragma unroll
+  for (int off = 1; off < 4; off *= 2) {
+    l_lo += __shfl_xor_sync(0xffffffffu, l_lo, off);
+    l_hi += __shfl_xor_sync(0xffffffffu, l_hi, off);
+  }
+  float(*wo)[kHeads][D] = reinterpret_cast<float(*)[kHeads][D]>(tile);
+  if (g < kHeads) {
+    if (t == 0) m_out[warp][g] = m_lo, l_out[warp][g] = l_lo;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<float2*>(&wo[warp][g][8 * n + 2 * t]) = make_float2(o[n][0], o[n][1]);
+  }
+  if (g + 8 < kHeads) {
+    if (t == 0) m_out[warp][g + 8] = m_hi, l_out[warp][g + 8] = l_hi;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<float2*>(&wo[warp][g + 8][8 * n + 2 * t]) = make_float2(o[n][2], o[n][3]);
+  }
+}
+
+}  // namespace moe::model::gpu
