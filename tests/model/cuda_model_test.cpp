@@ -249,8 +249,8 @@ INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
 struct AttentionShape {
   int64_t heads, kv_heads, head_dim;
   const char* name;
-  const char*
-      lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel), "tc"
+  const char* lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel),
+                      // "tc", "tc-wide"
 };
 
 class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
@@ -323,21 +323,24 @@ TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
   EXPECT_GE(decode_rows.top1_rate(), 0.9);
 }
 
-INSTANTIATE_TEST_SUITE_P(shapes, cuda_attention_shapes,
-                         ::testing::Values(AttentionShape{4, 4, 32, "group1_d32", "wide"},
-                                           AttentionShape{6, 2, 64, "group3_d64", "wide"},
-                                           AttentionShape{16, 2, 128, "group8_d128", "wide"},
-                                           AttentionShape{32, 2, 64, "group16_d64", "wide"},
-                                           AttentionShape{8, 2, 256, "group4_d256", "wide"},
-                                           AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
-                                           AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
-                                           AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
-                                           AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"},
-                                           AttentionShape{4, 4, 32, "group1_d32_tensor_cores", "tc"},
-                                           AttentionShape{6, 2, 64, "group3_d64_tensor_cores", "tc"},
-                                           AttentionShape{16, 2, 128, "group8_d128_tensor_cores", "tc"},
-                                           AttentionShape{32, 2, 64, "group16_d64_tensor_cores", "tc"}),
-                         [](const auto& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    shapes, cuda_attention_shapes,
+    ::testing::Values(AttentionShape{4, 4, 32, "group1_d32", "wide"},
+                      AttentionShape{6, 2, 64, "group3_d64", "wide"},
+                      AttentionShape{16, 2, 128, "group8_d128", "wide"},
+                      AttentionShape{32, 2, 64, "group16_d64", "wide"},
+                      AttentionShape{8, 2, 256, "group4_d256", "wide"},
+                      AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
+                      AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
+                      AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
+                      AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"},
+                      AttentionShape{4, 4, 32, "group1_d32_tensor_cores", "tc"},
+                      AttentionShape{6, 2, 64, "group3_d64_tensor_cores", "tc"},
+                      AttentionShape{16, 2, 128, "group8_d128_tensor_cores", "tc"},
+                      AttentionShape{32, 2, 64, "group16_d64_tensor_cores", "tc"},
+                      AttentionShape{16, 2, 128, "group8_d128_tensor_cores_8_warps", "tc-wide"},
+                      AttentionShape{6, 2, 64, "group3_d64_tensor_cores_8_warps", "tc-wide"}),
+    [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
 }  // namespace moe::model

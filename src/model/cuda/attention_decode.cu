@@ -313,8 +313,8 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   }
 
   if constexpr (kTc) {
-    static_assert(L == 1 && kWarps<L> == kTcWarps, "the tensor-core loop uses the one-lane block");
-    tc_split_keys<D, kHeads, kRowBytes<D, L>, kTileKeys>(
+    static_assert(L <= 2, "the tensor-core loop takes 4 or 8 warps");
+    tc_split_keys<D, kHeads, kWarps<L>, kRowBytes<D, L>, kTileKeys>(
         sh.q, sh.k_new, sh.v_new, tile, j0, j1, new_key,
         [&](int tb) { stage_tile<D, L>(tile, layer_base, kv, pages, kvh, tb, j1, new_key, v_off); }, sh.m,
         sh.l);
@@ -456,14 +456,15 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   combine_splits<D, kHeads, L>(a, b, h0, nh, sh.combine);
 }
 
-// The block kind: kWideLanes<D> lanes per key while the grid has no more blocks than SMs (a small batch: the
-// 512-thread blocks cut each lane's chains of dependent FMAs; at batch 1 they beat the 4-warp tensor-core
-// blocks, 3.228 against 3.340 ms per model step), else the tensor-core loop where the head_dim allows it (its
-// fp32 accumulators and two-term q take ~2 D registers per lane: D <= 128; batch 8 / 64: 7.441 / 14.94 ms
-// against 7.589 / 15.49 for one lane per key and 7.845 / 16.91 for the wide blocks), else one lane per key
-// (128-thread blocks, several to an SM). MOE_ATTENTION_LANES=1, =wide or =tc forces one (the GPU tests run
-// each on every shape it supports).
-enum class DecodeBlock { OneLane, Wide, TensorCores };
+// The block kind, for head_dim <= 128 (the tensor-core loop's fp32 accumulators and two-term q take ~2 D
+// registers per lane): 8 warps of 16 keys while the grid has no more blocks than SMs (a small batch, where
+// each warp's chain is the time; batch 1: 3.189 ms per model step against 3.221 for the wide CUDA-core
+// blocks), else 4 warps of 32 keys (batch 8 / 64: 7.441 / 14.94 ms against 7.589 / 15.49 for one lane per
+// key and 7.845 / 16.91 for the wide blocks). Larger head_dims take kWideLanes<D> lanes per key while the
+// grid fits the SMs (512-thread blocks cut each lane's chains of dependent FMAs), else one lane per key
+// (128-thread blocks, several to an SM). MOE_ATTENTION_LANES=1, =wide, =tc or =tc-wide forces one (the GPU
+// tests run each on every shape it supports).
+enum class DecodeBlock { OneLane, Wide, TensorCores, TensorCoresWide };
 
 template <int D>
 DecodeBlock decode_block(const DecodeArgs& a, int B) {
@@ -472,11 +473,12 @@ DecodeBlock decode_block(const DecodeArgs& a, int B) {
   if (forced && std::strcmp(forced, "1") == 0) return DecodeBlock::OneLane;
   if (forced && std::strcmp(forced, "wide") == 0) return DecodeBlock::Wide;
   if (forced && std::strcmp(forced, "tc") == 0 && kTcFits) return DecodeBlock::TensorCores;
+  if (forced && std::strcmp(forced, "tc-wide") == 0 && kTcFits) return DecodeBlock::TensorCoresWide;
   const bool fits_sms =
       static_cast<int64_t>(a.splits) * attention_decode_counters(B, a.heads, a.kv.kv_heads) <=
       cuda::sm_count();
-  if (fits_sms) return DecodeBlock::Wide;
-  return kTcFits ? DecodeBlock::TensorCores : DecodeBlock::OneLane;
+  if (kTcFits) return fits_sms ? DecodeBlock::TensorCoresWide : DecodeBlock::TensorCores;
+  return fits_sms ? DecodeBlock::Wide : DecodeBlock::OneLane;
 }
 
 template <int D>
@@ -497,6 +499,8 @@ void launch(const DecodeArgs& a, int B, cudaStream_t s) {
     using One = std::integral_constant<int, 1>;
     if constexpr (D <= 128 && D % 16 == 0) {
       if (kind == DecodeBlock::TensorCores) return go(heads_per_block, One{}, std::true_type{});
+      if (kind == DecodeBlock::TensorCoresWide)
+        return go(heads_per_block, std::integral_constant<int, 2>{}, std::true_type{});
     }
     if (kind == DecodeBlock::Wide)
       go(heads_per_block, std::integral_constant<int, kWideLanes<D>>{}, std::false_type{});

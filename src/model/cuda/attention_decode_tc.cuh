@@ -2,30 +2,29 @@
 // One decode split's keys on the tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate): the block's
 // query heads (the GQA group's, at most 16) are the MMA's 16 rows, so a key tile's scores are a handful of
 // MMAs instead of every lane's chain of FMAs per head (the CUDA-core kernel ran ~4100 instructions per warp
-// at batch 1, issue-bound on the few SMs a small batch fills). Four warps take 32 staged keys each: S = q K^T
-// with K's rows read by ldmatrix from the staged tile, the online softmax on the accumulators (a row's max
-// and sum across the 4 lanes that share it), then P V with P as the A operand and V by ldmatrix.trans. q and
-// P are split into two bf16 terms (bf16_split.cuh) as in prefill, so results stay within fp32 rounding of the
-// CPU reference. Each warp leaves its unnormalised output, max and sum in shared memory for the block's
-// combine.
+// at batch 1, issue-bound on the few SMs a small batch fills). Each warp takes a run of the staged keys: S =
+// q K^T with K's rows read by ldmatrix from the staged tile, the online softmax on the accumulators (a row's
+// max and sum across the 4 lanes that share it), then P V with P as the A operand and V by ldmatrix.trans. q
+// and P are split into two bf16 terms (bf16_split.cuh) as in prefill, so results stay within fp32 rounding of
+// the CPU reference. Four warps of 32 keys, or eight of 16 (a shorter chain per warp at batch 1). Each warp
+// leaves its unnormalised output, max and sum in shared memory for the block's combine.
 #include "cuda/kernels/mma_sm80.cuh"
 #include "model/cuda/bf16_split.cuh"
 
 namespace moe::model::gpu {
-
-constexpr int kTcWarps = 4, kTcKeysPerWarp = 32;
 
 // Keys [j0, j1) of the split, staged kTileKeys at a time in `tile` ([K rows | V rows], kRowBytes apart; the
 // first tile is in flight, later ones come from stage_next(tb)). The new key's rows are zero in the staged
 // tile (it is not in the cache yet): its k and v come from k_new / v_new. q [kHeads][D] fp32, pre-scaled;
 // rows of idle heads are zero. Outputs: m_out / l_out [warp][head], and the warps' outputs [warp][head][D]
 // fp32 over the tile (read by then), as the CUDA-core loop leaves them.
-template <int D, int kHeads, int kRowBytes, int kTileKeys, typename StageNext>
+template <int D, int kHeads, int kWarps, int kRowBytes, int kTileKeys, typename StageNext>
 __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const uint16_t* v_new,
                               uint8_t* tile, int j0, int j1, int new_key, StageNext&& stage_next,
                               float (*m_out)[kHeads], float (*l_out)[kHeads]) {
-  static_assert(kTileKeys == kTcWarps * kTcKeysPerWarp && kHeads <= 16 && D % 16 == 0, "tile geometry");
-  constexpr int kNT = kTcKeysPerWarp / 8;  // 8-key accumulator tiles per warp
+  constexpr int kKeysPerWarp = kTileKeys / kWarps;  // 32 (4 warps) or 16 (8)
+  static_assert(kKeysPerWarp % 16 == 0 && kHeads <= 16 && D % 16 == 0, "tile geometry");
+  constexpr int kNT = kKeysPerWarp / 8;  // 8-key accumulator tiles per warp
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int mi = lane / 8, mrow = lane % 8;  // which 8x8 matrix this lane addresses in ldmatrix, and its row
 
@@ -61,7 +60,7 @@ __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const 
           reinterpret_cast<const uint4*>(v_new)[threadIdx.x];
     }
     __syncthreads();
-    const int key0 = warp * kTcKeysPerWarp, w0 = tb + key0;  // the warp's first key (tile row, position)
+    const int key0 = warp * kKeysPerWarp, w0 = tb + key0;  // the warp's first key (tile row, position)
     if (w0 < j1) {
       float s[kNT][4];
 #pragma unroll
