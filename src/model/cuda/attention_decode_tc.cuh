@@ -10,6 +10,7 @@
 // leaves its unnormalised output, max and sum in shared memory for the block's combine.
 #include "cuda/kernels/mma_sm80.cuh"
 #include "model/cuda/bf16_split.cuh"
+#include "model/cuda/flash_fragments.cuh"
 
 namespace moe::model::gpu {
 
@@ -78,58 +79,15 @@ __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const 
           cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
         }
       }
-      float mx_lo = m_lo, mx_hi = m_hi;
 #pragma unroll
-      for (int j = 0; j < kNT; ++j) {
+      for (int j = 0; j < kNT; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
+        for (int e = 0; e < 2; ++e)
           if (w0 + 8 * j + 2 * t + e >= j1) s[j][e] = s[j][2 + e] = -INFINITY;  // past the split
-          mx_lo = fmaxf(mx_lo, s[j][e]);
-          mx_hi = fmaxf(mx_hi, s[j][2 + e]);
-        }
-      }
-#pragma unroll
-      for (int off = 1; off < 4; off *= 2) {
-        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
-        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
-      }
-      // Finite: the warp's first key is always in the split.
-      const float alpha_lo = expf(m_lo - mx_lo), alpha_hi = expf(m_hi - mx_hi);
-      m_lo = mx_lo;
-      m_hi = mx_hi;
+      // The warp's first key is always in the split.
       uint32_t pa[kNT / 2][4], pa_lo[kNT / 2][4];
-      float sum_lo = 0.0f, sum_hi = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) {
-        const float p0 = expf(s[j][0] - m_lo), p1 = expf(s[j][1] - m_lo);
-        const float p2 = expf(s[j][2] - m_hi), p3 = expf(s[j][3] - m_hi);
-        sum_lo += p0 + p1;
-        sum_hi += p2 + p3;
-        split_bf16(p0, p1, pa[j / 2][(j % 2) * 2], pa_lo[j / 2][(j % 2) * 2]);
-        split_bf16(p2, p3, pa[j / 2][(j % 2) * 2 + 1], pa_lo[j / 2][(j % 2) * 2 + 1]);
-      }
-      l_lo = l_lo * alpha_lo + sum_lo;
-      l_hi = l_hi * alpha_hi + sum_hi;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= alpha_lo;
-        o[n][1] *= alpha_lo;
-        o[n][2] *= alpha_hi;
-        o[n][3] *= alpha_hi;
-      }
-#pragma unroll
-      for (int kk = 0; kk < kNT / 2; ++kk) {
-#pragma unroll
-        for (int np = 0; np < D / 16; ++np) {
-          uint32_t b[4];
-          cuda::ldmatrix_x4_trans(b, at(vbase, key0 + kk * 16 + (mi % 2) * 8 + mrow, 2 * np + mi / 2));
-          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-          cuda::mma_16x8x32B<false>(o[2 * np], pa[kk], b0);
-          cuda::mma_16x8x32B<false>(o[2 * np], pa_lo[kk], b0);
-          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa[kk], b1);
-          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa_lo[kk], b1);
-        }
-      }
+      softmax_step<false>(s, m_lo, m_hi, l_lo, l_hi, o, pa, pa_lo);
+      pv_mma(o, pa, pa_lo, [&](int key, int c) { return at(vbase, key0 + key, c); });
     }
     __syncthreads();  // the tile is read: the next one may overwrite it
     if (tb + kTileKeys < j1) stage_next(tb + kTileKeys);

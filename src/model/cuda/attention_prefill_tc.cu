@@ -19,6 +19,7 @@
 #include "model/cuda/attention_prefill_tc.h"
 #include "model/cuda/bf16_split.cuh"
 #include "model/cuda/common.cuh"
+#include "model/cuda/flash_fragments.cuh"
 #include "model/cuda/kernel_attributes.h"
 
 namespace moe::model::gpu {
@@ -133,7 +134,6 @@ __global__ void __launch_bounds__(kThreads)
           cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
         }
       }
-      float mx_lo = m_lo, mx_hi = m_hi;
 #pragma unroll
       for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
@@ -141,52 +141,12 @@ __global__ void __launch_bounds__(kThreads)
           const int key = kc + 8 * j + 2 * t + e;
           if (key > pos_lo) s[j][e] = -INFINITY;
           if (key > pos_hi) s[j][2 + e] = -INFINITY;
-          mx_lo = fmaxf(mx_lo, s[j][e]);
-          mx_hi = fmaxf(mx_hi, s[j][2 + e]);
         }
-      }
-#pragma unroll
-      for (int off = 1; off < 4; off *= 2) {
-        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
-        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
       }
       // Finite from the first chunk on: key 0 is never masked.
-      const float alpha_lo = exp2f(m_lo - mx_lo), alpha_hi = exp2f(m_hi - mx_hi);
-      m_lo = mx_lo;
-      m_hi = mx_hi;
       uint32_t pa[kKeys / 16][4], pa_lo[kKeys / 16][4];
-      float sum_lo = 0.0f, sum_hi = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j) {
-        const float p0 = exp2f(s[j][0] - m_lo), p1 = exp2f(s[j][1] - m_lo);
-        const float p2 = exp2f(s[j][2] - m_hi), p3 = exp2f(s[j][3] - m_hi);
-        sum_lo += p0 + p1;
-        sum_hi += p2 + p3;
-        split_bf16(p0, p1, pa[j / 2][(j % 2) * 2], pa_lo[j / 2][(j % 2) * 2]);
-        split_bf16(p2, p3, pa[j / 2][(j % 2) * 2 + 1], pa_lo[j / 2][(j % 2) * 2 + 1]);
-      }
-      l_lo = l_lo * alpha_lo + sum_lo;
-      l_hi = l_hi * alpha_hi + sum_hi;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= alpha_lo;
-        o[n][1] *= alpha_lo;
-        o[n][2] *= alpha_hi;
-        o[n][3] *= alpha_hi;
-      }
-#pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-#pragma unroll
-        for (int np = 0; np < D / 16; ++np) {
-          uint32_t b[4];
-          cuda::ldmatrix_x4_trans(b, vb + kv_offset<D>(kk * 16 + (mi % 2) * 8 + mrow, 2 * np + mi / 2));
-          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-          cuda::mma_16x8x32B<false>(o[2 * np], pa[kk], b0);
-          cuda::mma_16x8x32B<false>(o[2 * np], pa_lo[kk], b0);
-          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa[kk], b1);
-          cuda::mma_16x8x32B<false>(o[2 * np + 1], pa_lo[kk], b1);
-        }
-      }
+      softmax_step<true>(s, m_lo, m_hi, l_lo, l_hi, o, pa, pa_lo);
+      pv_mma(o, pa, pa_lo, [&](int key, int c) { return vb + kv_offset<D>(key, c); });
     }
     __syncthreads();  // this stage is refilled two chunks on
   }
