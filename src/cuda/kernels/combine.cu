@@ -24,6 +24,9 @@ __device__ __forceinline__ void fma4(float4& acc, float w, const float4& v) {
 
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a) {
   pdl_wait();
+  // The next kernel (a decode step's next q/k/v GEMV) may start and request its weights now: it waits for
+  // this grid before it reads the output.
+  pdl_trigger();
   const int t = blockIdx.x, K = a.top_k, H4 = a.hidden / 4;
   __shared__ int ids[32];
   __shared__ float w[32];
