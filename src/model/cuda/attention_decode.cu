@@ -5,8 +5,8 @@
 // predecessor wait: every key but the new token's was written by earlier steps, so that read overlaps the
 // q/k/v projection still running. After the wait the block does the new token's q/k norms and RoPE itself
 // (head_norm_rope.cuh; the block whose split holds the new key also stores its k and v into the cache).
-// Then, for head_dim <= 128, four warps take 32 keys each on the tensor cores (attention_decode_tc.cuh);
-// otherwise its warps take 32 / kLanes keys each on CUDA cores, kLanes lanes per key (a key's scores for
+// Then, for head_dim <= 128, its warps take 16 or 32 keys each on the tensor cores (attention_decode_tc.cuh);
+// otherwise they take 32 / kLanes keys each on CUDA cores, kLanes lanes per key (a key's scores for
 // every head of the group need only log2(kLanes) shuffles), and P·V reads each value row across the lanes.
 // The loops stay rolled: each block runs once per SM, and the fully unrolled kernel before this one spent a
 // quarter of its time fetching instructions. The split's result (unnormalised output, running max, sum) goes
@@ -42,6 +42,9 @@ constexpr int kKeysPerWarp = 32 / L;
 // The most lanes per key a head_dim allows.
 template <int D>
 constexpr int kWideLanes = D <= 128 ? 4 : 2;
+// Head dims the tensor-core loop takes: its fp32 accumulators and two-term q need ~2 D registers per lane.
+template <int D>
+constexpr bool kTcFits = D <= 128 && D % 16 == 0;
 
 // A staged K or V row: head_dim bf16 values and 16 * kLanes bytes of padding, so a quarter warp's 16-byte
 // reads (8 / kLanes keys, kLanes pieces each) fall in distinct banks.
@@ -287,7 +290,8 @@ __device__ void cuda_core_split_keys(SplitShared<D, kHeads, L>& sh, uint8_t* til
 }
 
 // Split `split`'s result for heads [h0, h0 + nh): into `partial`, or straight into ctx when there is one
-// split. kTc: the keys on the tensor cores (attention_decode_tc.cuh; one lane per key's block geometry).
+// split. kTc: the keys on the tensor cores (attention_decode_tc.cuh) in the block geometry of L = 1 or 2
+// (4 or 8 warps).
 template <int D, int kHeads, int L, bool kTc>
 __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
                              SplitShared<D, kHeads, L>& sh, uint8_t* tile) {
@@ -456,28 +460,26 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   combine_splits<D, kHeads, L>(a, b, h0, nh, sh.combine);
 }
 
-// The block kind, for head_dim <= 128 (the tensor-core loop's fp32 accumulators and two-term q take ~2 D
-// registers per lane): 8 warps of 16 keys while the grid has no more blocks than SMs (a small batch, where
-// each warp's chain is the time; batch 1: 3.189 ms per model step against 3.221 for the wide CUDA-core
-// blocks), else 4 warps of 32 keys (batch 8 / 64: 7.441 / 14.94 ms against 7.589 / 15.49 for one lane per
-// key and 7.845 / 16.91 for the wide blocks). Larger head_dims take kWideLanes<D> lanes per key while the
-// grid fits the SMs (512-thread blocks cut each lane's chains of dependent FMAs), else one lane per key
-// (128-thread blocks, several to an SM). MOE_ATTENTION_LANES=1, =wide, =tc or =tc-wide forces one (the GPU
-// tests run each on every shape it supports).
+// The block kind, for head dims the tensor cores take (kTcFits): 8 warps of 16 keys while the grid has no
+// more blocks than SMs (a small batch, where each warp's chain is the time; batch 1: 3.189 ms per model step
+// against 3.221 for the wide CUDA-core blocks), else 4 warps of 32 keys (batch 8 / 64: 7.441 / 14.94 ms
+// against 7.589 / 15.49 for one lane per key and 7.845 / 16.91 for the wide blocks). Larger head_dims take
+// kWideLanes<D> lanes per key while the grid fits the SMs (512-thread blocks cut each lane's chains of
+// dependent FMAs), else one lane per key (128-thread blocks, several to an SM). MOE_ATTENTION_LANES=1, =wide,
+// =tc or =tc-wide forces one (the GPU tests run each on every shape it supports).
 enum class DecodeBlock { OneLane, Wide, TensorCores, TensorCoresWide };
 
 template <int D>
 DecodeBlock decode_block(const DecodeArgs& a, int B) {
-  constexpr bool kTcFits = D <= 128 && D % 16 == 0;
   const char* forced = std::getenv("MOE_ATTENTION_LANES");
   if (forced && std::strcmp(forced, "1") == 0) return DecodeBlock::OneLane;
   if (forced && std::strcmp(forced, "wide") == 0) return DecodeBlock::Wide;
-  if (forced && std::strcmp(forced, "tc") == 0 && kTcFits) return DecodeBlock::TensorCores;
-  if (forced && std::strcmp(forced, "tc-wide") == 0 && kTcFits) return DecodeBlock::TensorCoresWide;
+  if (forced && std::strcmp(forced, "tc") == 0 && kTcFits<D>) return DecodeBlock::TensorCores;
+  if (forced && std::strcmp(forced, "tc-wide") == 0 && kTcFits<D>) return DecodeBlock::TensorCoresWide;
   const bool fits_sms =
       static_cast<int64_t>(a.splits) * attention_decode_counters(B, a.heads, a.kv.kv_heads) <=
       cuda::sm_count();
-  if (kTcFits) return fits_sms ? DecodeBlock::TensorCoresWide : DecodeBlock::TensorCores;
+  if (kTcFits<D>) return fits_sms ? DecodeBlock::TensorCoresWide : DecodeBlock::TensorCores;
   return fits_sms ? DecodeBlock::Wide : DecodeBlock::OneLane;
 }
 
@@ -497,7 +499,7 @@ void launch(const DecodeArgs& a, int B, cudaStream_t s) {
   const DecodeBlock kind = decode_block<D>(a, B);
   const auto with_kind = [&](auto heads_per_block) {
     using One = std::integral_constant<int, 1>;
-    if constexpr (D <= 128 && D % 16 == 0) {
+    if constexpr (kTcFits<D>) {
       if (kind == DecodeBlock::TensorCores) return go(heads_per_block, One{}, std::true_type{});
       if (kind == DecodeBlock::TensorCoresWide)
         return go(heads_per_block, std::integral_constant<int, 2>{}, std::true_type{});

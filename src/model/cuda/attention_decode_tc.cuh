@@ -27,7 +27,6 @@ __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const 
   static_assert(kKeysPerWarp % 16 == 0 && kHeads <= 16 && D % 16 == 0, "tile geometry");
   constexpr int kNT = kKeysPerWarp / 8;  // 8-key accumulator tiles per warp
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int mi = lane / 8, mrow = lane % 8;  // which 8x8 matrix this lane addresses in ldmatrix, and its row
 
   // Rows g and g + 8 of the A fragments (heads past kHeads: zero).
   uint32_t qa[D / 16][4], qa_lo[D / 16][4];
@@ -64,21 +63,7 @@ __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const 
     const int key0 = warp * kKeysPerWarp, w0 = tb + key0;  // the warp's first key (tile row, position)
     if (w0 < j1) {
       float s[kNT][4];
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          uint32_t b[4];
-          cuda::ldmatrix_x4(b, at(kbase, key0 + np * 16 + (mi / 2) * 8 + mrow, 2 * kk + mi % 2));
-          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-          cuda::mma_16x8x32B<false>(s[2 * np], qa[kk], b0);
-          cuda::mma_16x8x32B<false>(s[2 * np], qa_lo[kk], b0);
-          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa[kk], b1);
-          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
-        }
-      }
+      qk_mma(s, qa, qa_lo, [&](int key, int c) { return at(kbase, key0 + key, c); });
 #pragma unroll
       for (int j = 0; j < kNT; ++j)
 #pragma unroll

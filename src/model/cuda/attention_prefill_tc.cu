@@ -117,23 +117,8 @@ __global__ void __launch_bounds__(kThreads)
     const int kc = ci * kKeys;
     if (warp_live && kc <= warp_last_pos) {
       const uint32_t kb = cuda::smem_addr(smem + (ci & 1) * 2 * kBuf), vb = kb + kBuf;
-      const int mi = lane / 8, mrow = lane % 8;  // which 8x8 matrix this lane addresses, and its row
       float s[kKeys / 8][4];
-#pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int np = 0; np < kKeys / 16; ++np) {
-          uint32_t b[4];
-          cuda::ldmatrix_x4(b, kb + kv_offset<D>(np * 16 + (mi / 2) * 8 + mrow, 2 * kk + mi % 2));
-          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-          cuda::mma_16x8x32B<false>(s[2 * np], qa[kk], b0);
-          cuda::mma_16x8x32B<false>(s[2 * np], qa_lo[kk], b0);
-          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa[kk], b1);
-          cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
-        }
-      }
+      qk_mma(s, qa, qa_lo, [&](int key, int c) { return kb + kv_offset<D>(key, c); });
 #pragma unroll
       for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll

@@ -7,6 +7,30 @@
 
 namespace moe::model::gpu {
 
+// s = q K^T for kNT 8-key tiles (kNT even): q as the A fragments of D / 16 K steps (two bf16 terms), K's rows
+// by ldmatrix; k_addr(key, chunk) is the shared-memory address of 16-byte chunk `chunk` of key row `key`
+// (the caller's layout).
+template <int kKS, int kNT, typename KAddr>
+__device__ __forceinline__ void qk_mma(float (&s)[kNT][4], const uint32_t (&qa)[kKS][4],
+                                       const uint32_t (&qa_lo)[kKS][4], KAddr&& k_addr) {
+  const int lane = threadIdx.x % 32, mi = lane / 8, mrow = lane % 8;
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < kKS; ++kk) {
+#pragma unroll
+    for (int np = 0; np < kNT / 2; ++np) {
+      uint32_t b[4];
+      cuda::ldmatrix_x4(b, k_addr(np * 16 + (mi / 2) * 8 + mrow, 2 * kk + mi % 2));
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      cuda::mma_16x8x32B<false>(s[2 * np], qa[kk], b0);
+      cuda::mma_16x8x32B<false>(s[2 * np], qa_lo[kk], b0);
+      cuda::mma_16x8x32B<false>(s[2 * np + 1], qa[kk], b1);
+      cuda::mma_16x8x32B<false>(s[2 * np + 1], qa_lo[kk], b1);
+    }
+  }
+}
+
 // One online-softmax step over a chunk's masked scores s (kNT 8-key tiles): the rows' new maxima (across the
 // quad), the rescale of the running sums l and outputs o (kDN 8-column tiles), and P = exp(s - max) as the
 // A fragments (two bf16 terms) of the P·V MMAs. kBase2: the scores are in base 2 (q scaled by log2(e)).
