@@ -182,8 +182,8 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   h = DeviceBuffer(M * K * P * 2);
   y = DeviceBuffer(M * K * H * 4);
   decode_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per combine tile: tiles are 32 rows or more
-  fused_counters =
-      DeviceBuffer(static_cast<size_t>(fused_counter_ints(static_cast<int>(E), static_cast<int>(H))) * 4);
+  fused_barrier = DeviceBuffer(kFusedBarrierWords * 4);
+  MOE_CUDA_CHECK(cudaMemset(fused_barrier.get(), 0, fused_barrier.bytes()));
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);
@@ -231,7 +231,6 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &h,
                           &y,
                           &decode_counters,
-                          &fused_counters,
                           &shared_gate,
                           &shared_pairs,
                           &shared_offsets,
@@ -274,12 +273,31 @@ void mark_part(const char* part, cudaStream_t stream) {
   if (part_marker) part_marker(part_marker_context, part, stream);
 }
 
-// Whether the one-launch fused kernel can take this layer's call of M tokens (it runs after the one-block
-// prologue, which zeroes its counters).
+AQuant device_quant(ActQuant q) {
+  return q == ActQuant::None ? AQuant::None : q == ActQuant::Fp8_1x128 ? AQuant::Fp8 : AQuant::Mxfp4;
+}
+
+// The layer's routing as the kernels take it.
+RouterParams router_params(const DeviceMoeLayer& layer) {
+  const MoeConfig& cfg = layer.config();
+  return {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
+          : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
+                                                       : Router::SigmoidGrouped,
+          layer.router_experts(),
+          cfg.router.top_k,
+          cfg.router.n_group,
+          cfg.router.topk_group,
+          cfg.router.renormalize,
+          cfg.router.routed_scaling_factor,
+          layer.router_bias(),
+          layer.expert_begin(),
+          layer.num_experts()};
+}
+
+// Whether the one-launch fused kernel (expert_fused.h) can take this layer's call of M tokens.
 bool fused_applies(const DeviceMoeLayer& layer, int M) {
-  const int K = layer.config().router.top_k;
-  return prologue_fits_one_block(M, K) &&
-         fused_supported(layer.experts().view, M, K, layer.shared() != nullptr);
+  return fused_supported(layer.experts().view, router_params(layer), device_quant(layer.config().act_quant),
+                         M, layer.shared() != nullptr);
 }
 
 }  // namespace
@@ -289,8 +307,13 @@ void set_moe_part_marker(MoePartMarker marker, void* context) {
   part_marker_context = context;
 }
 
+bool fused_path_applies(const DeviceMoeLayer& layer, int M) {
+  return fused_supported(layer.experts().view, router_params(layer), device_quant(layer.config().act_quant),
+                         M, layer.shared() != nullptr);
+}
+
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M) {
-  return fused_by_default() && fused_applies(layer, M);
+  return fused_by_default() && fused_path_applies(layer, M);
 }
 
 int mma_min_tokens() {
@@ -344,9 +367,9 @@ int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
 // workspace holds for the formats that have tensor-core paths.
 bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act, int M,
                  GemmPath path) {
-  // The environment's experimental Auto variants (MOE_DECODE, MOE_FUSED, MOE_STAGE2_COMBINE) keep the GEMV.
-  const bool auto_takes = path == GemmPath::Auto && M < mma_min_tokens() && !decode_by_default() &&
-                          !fused_by_default() && !stage2_combine_by_default();
+  // The environment's experimental Auto variants (MOE_DECODE, MOE_STAGE2_COMBINE) keep the GEMV.
+  const bool auto_takes =
+      path == GemmPath::Auto && M < mma_min_tokens() && !decode_by_default() && !stage2_combine_by_default();
   if (path != GemmPath::SwapAb && !auto_takes) return false;
   if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
   if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
@@ -451,23 +474,31 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const DeviceProjection* shared = layer.shared();
 
   const ActivationParams act{cfg.activation == Activation::Silu ? Act::Silu : Act::SwigluOai,
-                             cfg.act_quant == ActQuant::None        ? AQuant::None
-                             : cfg.act_quant == ActQuant::Fp8_1x128 ? AQuant::Fp8
-                                                                    : AQuant::Mxfp4,
-                             cfg.swiglu_alpha, cfg.swiglu_limit};
+                             device_quant(cfg.act_quant), cfg.swiglu_alpha, cfg.swiglu_limit};
   RouteArgs ra{};
-  ra.router = {cfg.router.kind == RouterKind::SoftmaxTopk   ? Router::SoftmaxTopk
-               : cfg.router.kind == RouterKind::TopkSoftmax ? Router::TopkSoftmax
-                                                            : Router::SigmoidGrouped,
-               layer.router_experts(),
-               K,
-               cfg.router.n_group,
-               cfg.router.topk_group,
-               cfg.router.renormalize,
-               cfg.router.routed_scaling_factor,
-               layer.router_bias(),
-               layer.expert_begin(),
-               E};
+  ra.router = router_params(layer);
+  // The one-launch fused kernel (expert_fused.h) for a few tokens: routing, both stages and the combine in
+  // one launch, no prologue.
+  if ((path == GemmPath::Fused || (path == GemmPath::Auto && fused_by_default())) &&
+      fused_applies(layer, M)) {
+    FusedArgs fa{};
+    fa.router = ra.router;
+    fa.act = act;
+    fa.w = layer.experts().view;
+    fa.x = x;
+    fa.logits = router_logits;
+    fa.topk_ids = ws.topk_ids.as<int>();
+    fa.topk_weights = ws.topk_weights.as<float>();
+    fa.h = ws.h.as<uint16_t>();
+    fa.barrier = ws.fused_barrier.as<unsigned>();
+    fa.out = out;
+    fa.timeline = fused_timeline_buffer();
+    fa.M = M;
+    launch_fused(fa, stream);
+    MOE_CUDA_CHECK_LAUNCH();
+    mark_part("moe fused", stream);
+    return;
+  }
   ra.logits = router_logits;
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
@@ -529,24 +560,16 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // (fp8 M=1 30.6 vs 29.3 us, M=8 142.6 vs 134.9).
   const bool tail_wanted = stages == StagePath::Gemv && !decode_wanted && path == GemmPath::Auto &&
                            M <= kDecodeMaxTokens && prologue_fits_one_block(M, K) &&
-                           stage2_combine_by_default() && !fused_by_default();
+                           stage2_combine_by_default();
   const DecodeArgs d =
       decode_wanted || tail_wanted ? decode_args(layer, ws, ra.router, act, x, g, s, out) : DecodeArgs{};
   const bool decode = decode_wanted && decode_supported(d, M);
   const bool tail = tail_wanted && decode_supported(d, M);
   if (decode) ra.xq = nullptr;
-  // The one-launch fused kernel (expert_fused.h) after the same one-block prologue, which zeroes its
-  // counters.
-  const bool fused = stages == StagePath::Gemv && !decode &&
-                     (path == GemmPath::Fused || (path == GemmPath::Auto && fused_by_default())) &&
-                     fused_applies(layer, M);
   AlignArgs aa{
       ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
       ws.num_active.as<int>()};
-  if (fused) {
-    aa.zero_ints = ws.fused_counters.as<int>();
-    aa.n_zero_ints = static_cast<int>(ws.fused_counters.bytes() / 4);
-  } else if (tail) {
+  if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;
   }
@@ -565,25 +588,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     mark_part("moe decode stages", stream);
     return;
   }
-  if (fused) {
-    FusedArgs fa{};
-    fa.w = g.w;
-    fa.g = g.g;
-    fa.act = act;
-    fa.xq = ws.xq.as<float>();
-    fa.h = ws.h.as<uint16_t>();
-    fa.y = ws.y.as<float>();
-    fa.counters = ws.fused_counters.as<int>();
-    fa.topk_ids = ws.topk_ids.as<int>();
-    fa.topk_weights = ws.topk_weights.as<float>();
-    fa.out = out;
-    fa.M = M;
-    launch_fused(fa, stream);
-    MOE_CUDA_CHECK_LAUNCH();
-    mark_part("moe fused", stream);
-    return;
-  }
-
   if (tail) {
     launch_stage1(g, stream);
     mark_part("moe stage 1", stream);

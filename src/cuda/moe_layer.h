@@ -65,7 +65,9 @@ class MoeWorkspace {
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
   DeviceBuffer xq, h, y;
   DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
-  DeviceBuffer fused_counters;   // the one-launch decode kernel's counters (expert_fused.h)
+  // The one-launch decode kernel's grid barrier (expert_fused.h): synchronisation state that every call
+  // leaves at zero, zeroed here; poison() leaves it alone (it holds no data).
+  DeviceBuffer fused_barrier;
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,
       shared_y;
   // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
@@ -79,25 +81,28 @@ class MoeWorkspace {
 };
 
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
-// M <= kFusedMaxTokens where it applies and MOE_FUSED=1; the tensor-core grouped GEMM (expert_mma.h) when the
-// formats have one and M is at least mma_min_tokens(), or from 128 tokens where the swap-AB stages decline
-// (H > 4096, or the busiest expert needs more than one pass); below that the swap-AB tensor-core stages
-// (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch invariant
-// over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused / SwapAb force
-// a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages (expert_stream.h: bf16 and
-// fp8_block); Decode the two-launch decode kernels (expert_decode.h, M <= kDecodeMaxTokens), which give every
-// token the GEMV's bits; both are correct but measured slower than the GEMV so far. A forced path falls back
-// to the GEMV where it does not apply.
+// M <= kFusedMaxTokens where it applies and MOE_FUSED=1 (off by default: measured slower than the swap-AB
+// stages, docs/performance.md); the tensor-core grouped GEMM
+// (expert_mma.h) when the formats have one and M is at least mma_min_tokens(), or from 128 tokens where the
+// swap-AB stages decline (H > 4096, or the busiest expert needs more than one pass); below that the swap-AB
+// tensor-core stages (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them
+// is batch invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode /
+// Fused / SwapAb force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
+// (expert_stream.h: bf16 and fp8_block); Decode the two-launch decode kernels (expert_decode.h, M <=
+// kDecodeMaxTokens), which give every token the GEMV's bits; both are correct but measured slower than the
+// GEMV so far. A forced path falls back to the GEMV where it does not apply.
 enum class GemmPath { Auto, Gemv, Mma, Stream, Decode, Fused, SwapAb };
 // Whether Auto takes the decode path for M <= kDecodeMaxTokens: MOE_DECODE=1 in the environment (read once).
 bool decode_by_default();
 // Whether Auto takes the one-launch fused kernel (expert_fused.h) for M <= kFusedMaxTokens where it applies:
-// MOE_FUSED=1 in the environment (read once); off by default until it measures faster than the GEMV.
+// MOE_FUSED=1 in the environment (read once).
 bool fused_by_default();
 // Whether Auto runs calls of M <= kDecodeMaxTokens as the GEMV's stage 1 and then the decode path's stage 2
 // with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
 // (read once); off by default, measured slower than the GEMV path on the H200.
 bool stage2_combine_by_default();
+// Whether the one-launch fused kernel can take this layer's call of M tokens (GemmPath::Fused runs it there).
+bool fused_path_applies(const DeviceMoeLayer& layer, int M);
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
 bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // The Auto threshold: 384 by default (where the swap-AB stages stop being faster on the H200), or

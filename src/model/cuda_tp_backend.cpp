@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/kernels/expert_fused.h"
 #include "dist/staged_communicator.h"
 #include "model/cuda/tp_model_backend.h"
 #include "model/tp_weights.h"
@@ -59,6 +60,9 @@ TpCudaBackend::TpCudaBackend(const HfCheckpoint& ckpt, const BackendOptions& opt
   require_input(gpus > 0, "cuda backend: no CUDA device is visible on this machine");
   const std::string kind = choose_comm(opts, gpus);
   for (int r = 0; r < N; ++r) devices_.push_back(r % gpus);
+  // Ranks that share a GPU run their steps at once, and two one-launch fused MoE kernels on one GPU could
+  // each wait at their grid barrier for blocks the other holds SMs for.
+  if (N > gpus) cuda::forbid_fused_decode();
   comms_ = make_comms(kind, devices_);
   for (int r = 0; r < N; ++r) {
     if (opts.verbose)

@@ -25,4 +25,10 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
       : "memory");
 }
 
+// Asks for a contiguous run (16-byte aligned, a multiple of 16 bytes) to be brought into L2, without waiting
+// and without holding shared memory: data a later bulk copy will read from L2 instead of DRAM.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
 }  // namespace moe::cuda

@@ -1,31 +1,21 @@
-// The fused decode MoE of expert_fused.h: one or two persistent blocks per SM, each with a producer warp
-// streaming weight tiles into its shared-memory ring with bulk copies and (by default) eight consumer warps
-// doing stage 1, stage 2 and the combine.
+// The one-launch decode MoE of expert_fused.h.
 //
-// Work items. Stage 1: (active expert, 8 intermediate columns): the 8 gate rows and the 8 up rows of those
-// columns, two contiguous runs of w13 copied into one ring slot; consumer warp c computes column c (its gate
-// and up row) for every token of the expert and writes h. Stage 2: (active expert, rows2 output rows of w2),
-// one contiguous run; consumer warps take rows. Each block takes a contiguous range of the stage-1 items and
-// a contiguous range of the stage-2 items (expert-major, so its experts change rarely), and the producer
-// issues them in that order, as fast as slots free up: stage 2's weights stream in while the block still
-// waits for stage 1 of their expert to finish elsewhere.
-//
-// Synchronisation, all on integers the prologue zeroed in the same call, per consumer warp and without a
-// block barrier: a warp counts its stage-1 items of an expert into the expert's counter after one fence for
-// all of them (a fence per item would put a memory round trip on every item's path); a block's first
-// stage-2 item of an expert waits until that counter reaches (consumer warps) x the expert's stage-1 item
-// count; at its end a warp fences once and counts each of its stage-2 items into the item's row-tile counter,
-// and the warp that brings a tile to (consumer warps) x the number of active experts sums it (slot order: the
-// same bits whichever warp it is). Every block is resident at once (a single wave, checked against the
-// occupancy query at launch), so the waits always end.
+// A block is 8 consumer warps and 1 producer warp, one block per SM. Its work, all of it fixed by the
+// routing, which every block computes for itself:
+//  - stage-1 items (active expert a, 8 h columns c0..c0+7): the 8 gate rows and the 8 up rows, two
+//    contiguous runs of w13, copied into one ring slot; consumer warp w computes column c0 + w (gate and up
+//    row) for every token of the expert. The block takes a contiguous range of the expert-major item list.
+//  - stage-2 items (a group of up to `experts2` active experts, a sub-range of the block's output rows): one
+//    contiguous run of w2 per expert; consumer warps take two rows of one expert at a time.
+// The producer issues the items in that order, each as soon as a slot is free, so the stage-2 rows stream in
+// while stage 1 is still running. Consumers free a slot once per warp (an mbarrier of 8 arrivals).
 #include "cuda/kernels/expert_fused.h"
 
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "core/codecs.h"
 #include "core/error.h"
@@ -36,587 +26,661 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/slot_sum.cuh"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/warp_router.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
 namespace {
 
-#ifndef MOE_FUSED_CONSUMER_WARPS
-#define MOE_FUSED_CONSUMER_WARPS 8  // a build-time knob for measuring wider blocks
-#endif
-constexpr int kConsumerWarps = MOE_FUSED_CONSUMER_WARPS;
+constexpr int kConsumerWarps = 8;
 constexpr int kConsumers = kConsumerWarps * 32;
 constexpr int kThreads = kConsumers + 32;  // + the producer warp
-constexpr int kCols1 = kConsumerWarps;     // stage-1 columns per item: one per consumer warp
+constexpr int kCols = kConsumerWarps;      // h columns per stage-1 item: one per consumer warp
 constexpr int kMaxSlots = 8;
 constexpr int kMaxPairs = kFusedMaxTokens * 32;
-constexpr int kConsumerBarrier = 1;  // named barrier of the consumer warps
-constexpr size_t kSmemPerSm = 228 * 1024, kSmemPerBlockMax = 227 * 1024, kSmemReserved = 1024;
+constexpr int kConsumerBarrier = 1;  // named barrier of the consumer warps (the producer runs on)
+constexpr int kMaxIters = 8;         // 16-byte chunks per lane of one weight row: rows of at most 4 KB
+// Shared memory the kernel takes at most: the rest of the SM's 228 KB stays for the next kernel's blocks,
+// which launch early (programmatic dependent launch) and request their weights while this one finishes.
+constexpr int kSmemBudget = 200 * 1024;
 
-// Per active expert slot: the expert, its first pair and pair count; the grouped pairs.
-struct Info {
-  int num_active;
-  int expert[kMaxPairs], begin[kMaxPairs], count[kMaxPairs], pairs[kMaxPairs];
+enum TimelineEvent {
+  kStart,
+  kWaited,
+  kRouted,
+  kPlanned,
+  kScalesLoaded,
+  kFirstItem,
+  kStage1Done,
+  kBarrierDone,
+  kHStaged,
+  kStage2Done,
+  kEnd,
+  kEvents
 };
-constexpr size_t kBarrierBytes = 2 * kMaxSlots * sizeof(uint64_t);
-// Per ring slot: the fp8 scale rows of its item (stage 1: the gate and the up row's K blocks; stage 2: the
-// rows' K blocks), loaded by the producer warp so that no consumer waits on a global load.
-constexpr int kScaleRow = 32;
-constexpr size_t kScalesOffset = (kBarrierBytes + sizeof(Info) + 127) / 128 * 128;
-// Per consumer warp: one activation group of stage 2 while it is quantised (128 floats).
-constexpr size_t kScratchOffset = kScalesOffset + kMaxSlots * 2 * kScaleRow * sizeof(float);
-constexpr size_t kActOffset = kScratchOffset + kConsumerWarps * 128 * sizeof(float);
-// A lane reads 16-byte chunks c = 32 i + lane of a row, i < iters <= kMaxIters (fp8: K <= 4096; bf16: 2048).
-constexpr int kMaxIters = 8;
+
+// The call's routing, grouped, in shared memory (the same in every block).
+struct Plan {
+  int ids[kMaxPairs];  // pair p = t * K + k: the local expert, or -1 (another rank's expert)
+  float weights[kMaxPairs];
+  int first[kMaxPairs];   // whether pair p is its expert's lowest pair
+  int sorted[kMaxPairs];  // the pairs with a local expert, by (expert, pair)
+  int expert[kMaxPairs], begin[kMaxPairs], count[kMaxPairs];  // per active expert, ascending ids
+  int num_pairs, num_active;
+};
 
 // Everything about the call's shape, fixed on the host.
 struct Geometry {
   int row_bytes1, row_bytes2;  // one w13 row (H elements), one w2 row (P elements)
-  int rows2;                   // w2 rows per stage-2 item (a divisor of 128: one scale row per item)
-  int tiles1, tiles2;          // items per expert in stage 1 and stage 2
-  int iters1, iters2;          // 16-byte chunks per lane of a w13 row and of a w2 row
-  int blocks;                  // the grid: blocks per SM x SMs, all resident at once
+  int chunks1, chunks2;        // 16-byte chunks of each
+  int iters1, iters2;          // per lane: ceil(chunks / 32)
+  int tiles1;                  // stage-1 items per active expert: P / kCols
+  int rows_per_block;          // ceil(H / blocks): a block's output rows at most
+  int item_rows2, experts2;    // a stage-2 item: up to item_rows2 rows of up to experts2 experts
+  int hb, sb, groups2;         // 128-blocks along H; fp8 scale blocks along P; h's 128-groups (phase)
+  int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int ring_offset;
+  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
+  int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_ring, smem;
 };
 
-constexpr int align128(size_t v) {
-  return static_cast<int>((v + 127) / 128 * 128);
-}
-
-__device__ __forceinline__ int ld_acquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 
-// A build-time timeline (MOE_FUSED_TIMELINE): globaltimer stamps per block and per ring item of the last
-// launch, printed by fused_timeline_report(), to see where a block's time goes. Compiled out by default.
-enum TimelineEvent { kIssued, kReady, kDone, kEvents };
-enum BlockEvent { kStart, kInfoLoaded, kStage2WaitBegin, kStage2WaitEnd, kEnd, kBlockEvents };
-#ifdef MOE_FUSED_TIMELINE
-constexpr int kTimelineBlocks = 512, kTimelineItems = 96;
-__device__ unsigned long long g_item_times[kTimelineBlocks][kTimelineItems][kEvents];
-__device__ unsigned long long g_block_times[kTimelineBlocks][kBlockEvents];
-__device__ __forceinline__ unsigned long long now_ns() {
+__device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __forceinline__ void stamp_item(int q, TimelineEvent ev) {
-  if (blockIdx.x < kTimelineBlocks && q < kTimelineItems) g_item_times[blockIdx.x][q][ev] = now_ns();
-}
-__device__ __forceinline__ void stamp_block(BlockEvent ev) {
-  if (blockIdx.x < kTimelineBlocks) g_block_times[blockIdx.x][ev] = now_ns();
-}
-#else
-__device__ __forceinline__ void stamp_item(int, TimelineEvent) {}
-__device__ __forceinline__ void stamp_block(BlockEvent) {}
-#endif
 
-// The activations in shared memory are stored so that the floats lane l needs for its chunk of iteration i
-// are 16-byte vectors 32 apart, one per lane: conflict-free 16-byte reads. Float index of element k of
-// activation row t (rows of `iters` x 32 chunks of E elements).
-template <int E>
-__device__ __forceinline__ int act_index(int t, int k, int iters) {
-  const int c = k / E, j = k % E;
-  return (((t * iters + c / 32) * (E / 4) + j / 4) * 32 + c % 32) * 4 + j % 4;
+__device__ __forceinline__ void stamp(const FusedArgs& a, TimelineEvent ev) {
+  if (a.timeline && threadIdx.x == 0) a.timeline[blockIdx.x * kEvents + ev] = globaltimer();
 }
 
-// The dot product of E decoded weights with the lane's E activations of iteration i of row t: four
-// independent chains of four, then a fixed tree (the same order for every M).
-template <int E>
-__device__ __forceinline__ float dot_chunk(const float (&w)[E], const float4* act4, int t, int i, int iters) {
-  const float4* x = act4 + ((t * iters + i) * (E / 4)) * 32 + threadIdx.x % 32;
-  float p[E / 4];
-#pragma unroll
-  for (int q = 0; q < E / 4; ++q) {
-    const float4 v = x[q * 32];
-    p[q] = w[4 * q] * v.x;
-    p[q] = fmaf(w[4 * q + 1], v.y, p[q]);
-    p[q] = fmaf(w[4 * q + 2], v.z, p[q]);
-    p[q] = fmaf(w[4 * q + 3], v.w, p[q]);
+// One token's routing by one warp, with as many experts per lane as the router has (fused_supported takes
+// routers of at most kMaxRouterExperts). Not inlined: one copy of the routing code runs, the other
+// instantiation is never fetched.
+constexpr int kMaxRouterExperts = 256;
+__device__ __noinline__ void route_token(RouterParams rp, const float* logits, int* ids, float* weights) {
+  if (rp.num_experts <= 128)
+    warp_route<4>(rp, logits, ids, weights);
+  else
+    warp_route<kMaxRouterExperts / 32>(rp, logits, ids, weights);
+}
+
+// The pairs grouped by expert: thread p ranks pair p among the pairs with a local expert by (expert, pair);
+// an expert's lowest pair then numbers the experts below it. Called by every thread of the block.
+__device__ void group_pairs(Plan& plan, int n) {
+  const int p = threadIdx.x;
+  int e = -1, rank = 0, count = 0, first = 0;
+  if (p < n) {
+    e = plan.ids[p];
+    if (e >= 0) {
+      first = 1;
+      for (int q = 0; q < n; ++q) {
+        const int f = plan.ids[q];
+        if (f < 0) continue;
+        rank += f < e || (f == e && q < p);
+        count += f == e;
+        first &= !(f == e && q < p);
+      }
+      plan.sorted[rank] = p;
+    }
+    plan.first[p] = first;
   }
-  if (E == 16) return (p[0] + p[1]) + (p[E / 4 - 2] + p[E / 4 - 1]);
-  return p[0] + p[E / 4 - 1];
+  __syncthreads();
+  if (first) {
+    int a = 0;
+    for (int q = 0; q < n; ++q) a += plan.first[q] && plan.ids[q] < e;
+    plan.expert[a] = e;
+    plan.begin[a] = rank;
+    plan.count[a] = count;
+  }
+  if (threadIdx.x == 0) {
+    int valid = 0, active = 0;
+    for (int q = 0; q < n; ++q) {
+      valid += plan.ids[q] >= 0;
+      active += plan.first[q];
+    }
+    plan.num_pairs = valid;
+    plan.num_active = active;
+  }
+  __syncthreads();
 }
 
-// acc[r][t] += scale[r][i] * (chunk i of row r) . (activation row arow[t]) for kRows rows of `chunks`
-// 16-byte chunks in shared memory and the first n <= kTok tokens. Chunks past the row (the last iteration's
-// tail lanes) read a valid chunk and add nothing. Each weight is decoded once for all tokens.
-template <WFormat F, int kRows, int kTok>
-__device__ __forceinline__ void dot_rows(const uint8_t* const (&rows)[kRows],
-                                         const float* const (&scale)[kRows], int phase, const float* act,
-                                         const int (&arow)[kTok], int chunks, int iters, int n,
-                                         float (&acc)[kRows][kTok]) {
-  constexpr int E = WeightTraits<F>::kElems;
-  const float4* act4 = reinterpret_cast<const float4*>(act);
-  const int lane = threadIdx.x % 32;
+// The activations live in shared memory as bf16 (fp8: the e4m3 codes, exact in bf16; bf16: the values),
+// laid out so that the V 16-byte vectors lane l needs for weight chunk c = 32 i + l of a row are 32 vectors
+// apart: conflict-free reads. A weight chunk covers 8 V elements; vector v of chunk c of row r is at uint4
+// index ((r * iters + c / 32) * V + v) * 32 + c % 32.
+// Stages `nrows` bf16 rows of k_elems (row r read at src + row(r) * k_elems, row(r) = row_ids[r] or r) into
+// the activation layout at row(r), with one scale per 128-group of the checkpoint grid (fp8, FORMATS.md
+// section 3; 1 otherwise). A row's virtual 8-element chunks vc = 0 .. 16 * groups start `phase` elements
+// before it, so each group is 16 chunks held by 16 consecutive lanes and its amax is four shuffles. Called by
+// `nthreads` threads (a multiple of 32) with index j. A batch's loads all go out first and land raw in the
+// layout; the quantisation then walks them in a rolled loop (a thread rereads only what it wrote), which
+// keeps the code small: the unrolled version spent most of its time waiting for instructions.
+__device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids, int nrows, int k_elems,
+                                        int phase, bool fp8, int v_per_chunk, uint4* act, float* act_scale,
+                                        int scale_stride, int iters, int j, int nthreads) {
+  constexpr int kBatch = 8;
+  const int groups = (k_elems + phase + 127) / 128, vcs = groups * 16, total = nrows * vcs;
+  const int lane = threadIdx.x % 32, elems = 8 * v_per_chunk;
+  // Where chunk g goes, or -1 outside the rows (the lanes that only join the group's shuffles).
+  const auto slot_of = [&](int g) {
+    const int k0 = (g % vcs) * 8 - phase;
+    if (g >= total || k0 < 0 || k0 >= k_elems) return -1;
+    const int row = row_ids ? row_ids[g / vcs] : g / vcs, c = k0 / elems;
+    return ((row * iters + c / 32) * v_per_chunk + (k0 % elems) / 8) * 32 + c % 32;
+  };
+  const auto source = [&](int g) {
+    const int row = row_ids ? row_ids[g / vcs] : g / vcs;
+    return reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * k_elems + (g % vcs) * 8 - phase);
+  };
+  for (int base = 0; base < total; base += nthreads * kBatch) {
+    uint4 v[kBatch];
+    int at[kBatch];
 #pragma unroll
-  for (int i = 0; i < kMaxIters; ++i) {
-    if (i >= iters) break;
-    const int c = 32 * i + lane;
-    const bool valid = c < chunks;
-    const int cc = valid ? c : chunks - 1;
-    float w[kRows][E], sc[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      decode16<F>(*reinterpret_cast<const uint4*>(rows[r] + 16 * cc), w[r]);
-      sc[r] = F == WFormat::Fp8Block ? scale[r][(E * cc + phase) / 128] : 1.0f;
+    for (int u = 0; u < kBatch; ++u) {
+      at[u] = slot_of(base + u * nthreads + j);
+      v[u] = at[u] >= 0 ? __ldcg(source(base + u * nthreads + j)) : make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll
-    for (int t = 0; t < kTok; ++t) {
-      if (t >= n) break;
+    for (int u = 0; u < kBatch; ++u)
+      if (at[u] >= 0) act[at[u]] = v[u];
+#pragma unroll 1
+    for (int u = 0; u < kBatch && base + u * nthreads < total; ++u) {
+      const int g = base + u * nthreads + j, mine = slot_of(g);
+      float s = 1.0f;
+      if (fp8) {
+        float f[8];
+        decode16<WFormat::Bf16>(mine >= 0 ? act[mine] : make_uint4(0u, 0u, 0u, 0u), f);
+        float amax = 0.0f;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const float part = valid ? dot_chunk<E>(w[r], act4, arow[t], i, iters) : 0.0f;
-        acc[r][t] = F == WFormat::Fp8Block ? fmaf(part, sc[r], acc[r][t]) : acc[r][t] + part;
+        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
+#pragma unroll
+        for (int off = 8; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+        s = fp8_group_scale(amax);
+        if (mine >= 0) {
+          uint32_t packed[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const uint32_t lo = float_bits(fp8e4m3_to_f32(fp8_code(f[2 * i], s))) >> 16;  // exact in bf16
+            const uint32_t hi = float_bits(fp8e4m3_to_f32(fp8_code(f[2 * i + 1], s))) >> 16;
+            packed[i] = lo | (hi << 16);
+          }
+          act[mine] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+      if (g < total && lane % 16 == 0) {
+        const int row = row_ids ? row_ids[g / vcs] : g / vcs;
+        act_scale[row * scale_stride + (g % vcs) / 16] = s;
       }
     }
   }
 }
 
-// The producer warp: every item of the block in order, each into the next free slot. Lane 0 issues the
-// slot's bulk copies (one arrival and the bytes on the slot's full barrier); then the warp loads the item's
-// fp8 scale rows into the slot's scale area and lane 0 arrives a second time.
+// acc[r][t] += the dot product of weight rows r (shared memory) with activation rows arow[t], t < n, over
+// chunks [0, chunks): lane l takes chunks l, l + 32, ...; each chunk's E products in a fixed tree, then (fp8)
+// scaled by the chunk's 128-block weight scale sw[r][kb] and activation scale, kb = (E c + phase) / 128.
+template <WFormat F, int kRows, int kTok>
+__device__ __forceinline__ void dot_rows(const uint8_t* const (&rows)[kRows], const float* const (&sw)[kRows],
+                                         int phase, const uint4* act, const float* act_scale,
+                                         int scale_stride, const int (&arow)[kTok], int n, int chunks,
+                                         int iters, float (&acc)[kRows][kTok]) {
+  constexpr bool kFp8 = F == WFormat::Fp8Block;
+  constexpr int E = WeightTraits<F>::kElems, V = E / 8;
+  const int lane = threadIdx.x % 32;
+#pragma unroll 2
+  for (int i = 0; i < iters; ++i) {
+    const int c = 32 * i + lane;
+    if (c >= chunks) break;
+    float w[kRows][E];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) decode16<F>(*reinterpret_cast<const uint4*>(rows[r] + 16 * c), w[r]);
+    const int kb = (E * c + phase) / 128;
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) {
+      if (t >= n) break;
+      float av[E];
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        decode16<WFormat::Bf16>(act[((arow[t] * iters + i) * V + v) * 32 + lane], av + 8 * v);
+      const float sa = kFp8 ? act_scale[arow[t] * scale_stride + kb] : 1.0f;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float p[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          p[q] = w[r][q] * av[q];
+#pragma unroll
+          for (int m = 1; m < E / 4; ++m) p[q] = fmaf(w[r][4 * m + q], av[4 * m + q], p[q]);
+        }
+        const float part = (p[0] + p[1]) + (p[2] + p[3]);
+        acc[r][t] = kFp8 ? fmaf(part, sw[r][kb] * sa, acc[r][t]) : acc[r][t] + part;
+      }
+    }
+  }
+}
+
+// The grid barrier, by thread 0 of each block's consumers between two consumer barriers: arrive (a release
+// of everything the block wrote), and wait (acquire) for the last block, which resets the count to zero for
+// the next call before it moves the generation on. A spin of over two seconds means a block could not
+// become resident: trap rather than hang.
+__device__ void grid_barrier(unsigned* bar) {
+  const unsigned gen = ld_acquire(bar + 1);
+  unsigned arrived;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
+  if (arrived == gridDim.x - 1) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(bar) : "memory");
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar + 1) : "memory");
+    return;
+  }
+  const unsigned long long t0 = globaltimer();
+  for (int spin = 0; ld_acquire(bar + 1) == gen; ++spin) {
+    if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
+  }
+}
+
+// The block's share of the work.
+struct Share {
+  int lo1, n1;        // stage-1 items [lo1, lo1 + n1) of the expert-major list
+  int n0, nrows;      // output rows [n0, n0 + nrows)
+  int subranges, n2;  // stage-2 items: expert groups x row sub-ranges
+};
+
+__device__ Share block_share(const Geometry& geo, int active, int H) {
+  Share s;
+  const int items1 = active * geo.tiles1, b = blockIdx.x, G = gridDim.x;  // items1 * G fits in an int
+  s.lo1 = b * items1 / G;
+  s.n1 = (b + 1) * items1 / G - s.lo1;
+  s.n0 = b * H / G;
+  s.nrows = (b + 1) * H / G - s.n0;
+  s.subranges = (s.nrows + geo.item_rows2 - 1) / geo.item_rows2;
+  s.n2 = (active + geo.experts2 - 1) / geo.experts2 * s.subranges;
+  return s;
+}
+
+// The producer warp's lane 0: every item of the block in order, each into the next slot once it is free.
 template <WFormat F>
-__device__ void produce(const FusedArgs& a, const Geometry& geo, const Info& info, uint8_t* ring,
-                        float* scales, uint64_t* full, uint64_t* empty, int lo1, int n1, int lo2, int n2) {
-  const int P = a.w.inter, H = a.w.hidden, lane = threadIdx.x % 32, SB = a.w.scale_blocks;
-  for (int q = 0; q < n1 + n2; ++q) {
+__device__ void produce(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh,
+                        uint8_t* ring, uint64_t* full, uint64_t* empty) {
+  const int P = a.w.inter, H = a.w.hidden;
+  for (int q = 0; q < sh.n1 + sh.n2; ++q) {
     const int slot = q % geo.slots, round = q / geo.slots;
     if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
     uint8_t* dst = ring + static_cast<size_t>(slot) * geo.slot_bytes;
-    float* sc = scales + slot * 2 * kScaleRow;
-    if (q < n1) {
-      const int item = lo1 + q, s = item / geo.tiles1, c0 = (item % geo.tiles1) * kCols1;
-      const int e = info.expert[s];
-      if (lane == 0) {
-        const uint32_t bytes = static_cast<uint32_t>(min(kCols1, P - c0) * geo.row_bytes1);
-        const uint8_t* gate = a.w.w13 + (static_cast<size_t>(e) * 2 * P + c0) * geo.row_bytes1;
-        mbar_expect_tx(&full[slot], 2 * bytes);
-        bulk_copy_to_shared(dst, gate, bytes, &full[slot]);
-        bulk_copy_to_shared(dst + kCols1 * geo.row_bytes1, gate + static_cast<size_t>(P) * geo.row_bytes1,
-                            bytes, &full[slot]);
-      }
-      const int hb = (H + 127) / 128;
-      if (F == WFormat::Fp8Block && lane < hb) {  // the 8 columns share one 128-row scale block
-        const float* g_row = static_cast<const float*>(a.w.w13_scale) +
-                             (static_cast<size_t>(e) * 2 * SB + (c0 + a.w.phase) / 128) * hb;
-        sc[lane] = __ldg(g_row + lane);
-        sc[kScaleRow + lane] = __ldg(g_row + static_cast<size_t>(SB) * hb + lane);
+    if (q < sh.n1) {
+      const int item = sh.lo1 + q, e = plan.expert[item / geo.tiles1], c0 = (item % geo.tiles1) * kCols;
+      const uint32_t bytes = static_cast<uint32_t>(kCols * geo.row_bytes1);
+      const uint8_t* gate = a.w.w13 + (static_cast<size_t>(e) * 2 * P + c0) * geo.row_bytes1;
+      mbar_expect_tx(&full[slot], 2 * bytes);
+      bulk_copy_to_shared(dst, gate, bytes, &full[slot]);
+      bulk_copy_to_shared(dst + bytes, gate + static_cast<size_t>(P) * geo.row_bytes1, bytes, &full[slot]);
+      // The ring's first fill is out: stage 2's rows (every active expert's, this block's range) go to L2
+      // now, behind it, so that they stream during stage 1 and the stage-2 copies after the barrier hit L2.
+      if (geo.prefetch2 && q == min(geo.slots, sh.n1) - 1) {
+        for (int x = 0; x < plan.num_active; ++x)
+          bulk_prefetch_l2(a.w.w2 + (static_cast<size_t>(plan.expert[x]) * H + sh.n0) * geo.row_bytes2,
+                           static_cast<uint32_t>(sh.nrows * geo.row_bytes2));
       }
     } else {
-      const int item = lo2 + q - n1, s = item / geo.tiles2, r0 = (item % geo.tiles2) * geo.rows2;
-      const int e = info.expert[s];
-      if (lane == 0) {
-        const uint32_t bytes = static_cast<uint32_t>(min(geo.rows2, H - r0) * geo.row_bytes2);
-        mbar_expect_tx(&full[slot], bytes);
-        bulk_copy_to_shared(dst, a.w.w2 + (static_cast<size_t>(e) * H + r0) * geo.row_bytes2, bytes,
-                            &full[slot]);
+      const int item = q - sh.n1, a0 = item / sh.subranges * geo.experts2;
+      const int r0 = sh.n0 + item % sh.subranges * geo.item_rows2,
+                nr = min(geo.item_rows2, sh.n0 + sh.nrows - r0);
+      const int xe = min(geo.experts2, plan.num_active - a0);
+      const uint32_t bytes = static_cast<uint32_t>(nr * geo.row_bytes2);
+      mbar_expect_tx(&full[slot], bytes * xe);
+      for (int x = 0; x < xe; ++x) {
+        const int e = plan.expert[a0 + x];
+        bulk_copy_to_shared(dst + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2,
+                            a.w.w2 + (static_cast<size_t>(e) * H + r0) * geo.row_bytes2, bytes, &full[slot]);
       }
-      if (F == WFormat::Fp8Block && lane < SB)  // the item's rows share one scale row (rows2 divides 128)
-        sc[lane] = __ldg(static_cast<const float*>(a.w.w2_scale) +
-                         (static_cast<size_t>(e) * ((H + 127) / 128) + r0 / 128) * SB + lane);
-    }
-    __syncwarp();
-    if (lane == 0) {
-      mbar_arrive(&full[slot]);  // the scales are in place
-      stamp_item(q, kIssued);
     }
   }
 }
 
-// Stage 1, one item: warp c computes column c0 + c (its gate and up row) for the expert's n tokens, h =
-// act(gate, up) in bf16. Each warp then frees its share of the slot.
+// The fp8 scales the block's items need, into shared memory: per stage-1 item the gate and the up row's H
+// blocks (its 8 columns share one 128-row block), per active expert the w2 scale rows of the block's (at
+// most two) 128-row blocks. One batch of loads by the consumers while the first weights stream in.
+__device__ void load_scales(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh,
+                            float* scale1, float* scale2) {
+  const int hb = geo.hb, SB = geo.sb, n1v = sh.n1 * 2 * hb, total = n1v + plan.num_active * 2 * SB;
+  const int rb0 = sh.n0 / 128;
+  const float* s13 = static_cast<const float*>(a.w.w13_scale);
+  const float* s2 = static_cast<const float*>(a.w.w2_scale);
+  for (int i = threadIdx.x; i < total; i += kConsumers) {  // rolled: a short loop of independent loads
+    float v = 0.0f;
+    if (i < n1v) {
+      const int q = i / (2 * hb), half = (i / hb) % 2, kb = i % hb, item = sh.lo1 + q;
+      const int e = plan.expert[item / geo.tiles1], c0 = (item % geo.tiles1) * kCols;
+      v = __ldg(s13 + (static_cast<size_t>(e) * 2 * SB + half * SB + (c0 + a.w.phase) / 128) * hb + kb);
+    } else {
+      const int j = i - n1v, x = j / (2 * SB), rb = rb0 + (j / SB) % 2, kb = j % SB;
+      if (rb < hb) v = __ldg(s2 + (static_cast<size_t>(plan.expert[x]) * hb + rb) * SB + kb);
+    }
+    (i < n1v ? scale1[i] : scale2[i - n1v]) = v;
+  }
+}
+
+// Stage 1, item q of the block in slot `data`: warp w computes h column c0 + w of the expert's tokens.
 template <WFormat F, int kTok>
-__device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Info& info, const float* act,
-                            const uint8_t* slot, const float* slot_scales, uint64_t* full_bar,
-                            uint32_t parity, uint64_t* empty_bar, int item) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int P = a.w.inter, K = a.g.pair_div;
-  const int s = item / geo.tiles1, col = (item % geo.tiles1) * kCols1 + warp;
-  const int e = info.expert[s], begin = info.begin[s], n = info.count[s];
-  const int chunks = geo.row_bytes1 / 16;
-  int tok[kTok];
+__device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
+                            const uint8_t* data, const uint4* act, const float* act_scale,
+                            const float* scale1) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, P = a.w.inter, K = a.router.top_k;
+  const int item = sh.lo1 + q, s = item / geo.tiles1, col = (item % geo.tiles1) * kCols + warp;
+  const int begin = plan.begin[s], n = plan.count[s];
+  int arow[kTok];
 #pragma unroll
-  for (int t = 0; t < kTok; ++t) tok[t] = t < n ? info.pairs[begin + t] / K : 0;
-  mbar_wait(full_bar, parity);
-  if (col < P) {
-    const uint8_t* const rows[2] = {slot + static_cast<size_t>(warp) * geo.row_bytes1,
-                                    slot + static_cast<size_t>(kCols1 + warp) * geo.row_bytes1};
+  for (int t = 0; t < kTok; ++t) arow[t] = t < n ? plan.sorted[begin + t] / K : 0;
+  const uint8_t* const rows[2] = {data + static_cast<size_t>(warp) * geo.row_bytes1,
+                                  data + static_cast<size_t>(kCols + warp) * geo.row_bytes1};
+  const float* const sw[2] = {scale1 + q * 2 * geo.hb, scale1 + q * 2 * geo.hb + geo.hb};
+  float acc[2][kTok];
+#pragma unroll
+  for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
+  dot_rows<F, 2, kTok>(rows, sw, 0, act, act_scale, geo.hb, arow, n, geo.chunks1, geo.iters1, acc);
+#pragma unroll
+  for (int t = 0; t < kTok; ++t) {
+    if (t >= n) break;
+    const float g = warp_sum(acc[0][t]), u = warp_sum(acc[1][t]);
+    if (lane == 0)
+      a.h[static_cast<size_t>(plan.sorted[begin + t]) * P + col] = f32_to_bf16(gated_activation(a.act, g, u));
+  }
+}
+
+// Stage 2, item q (counted from the block's first stage-2 item) in slot `data`: warps take two rows of one
+// expert at a time; y of each of the expert's pairs goes to ys[pair][row - n0].
+template <WFormat F, int kTok>
+__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
+                            const uint8_t* data, const uint4* act, const float* act_scale,
+                            const float* scale2, float* ys) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int a0 = q / sh.subranges * geo.experts2, r0 = sh.n0 + q % sh.subranges * geo.item_rows2;
+  const int nr = min(geo.item_rows2, sh.n0 + sh.nrows - r0), xe = min(geo.experts2, plan.num_active - a0);
+  const int pairs_of_rows = (nr + 1) / 2, tasks = xe * pairs_of_rows, rb0 = sh.n0 / 128;
+  for (int task = warp; task < tasks; task += kConsumerWarps) {
+    const int x = task / pairs_of_rows, r = 2 * (task % pairs_of_rows), r2 = min(r + 1, nr - 1);
+    const int s = a0 + x, begin = plan.begin[s], n = plan.count[s];
+    int arow[kTok];
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) arow[t] = t < n ? plan.sorted[begin + t] : 0;
+    const uint8_t* base = data + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2;
+    const uint8_t* const rows[2] = {base + static_cast<size_t>(r) * geo.row_bytes2,
+                                    base + static_cast<size_t>(r2) * geo.row_bytes2};
+    const float* const sw[2] = {scale2 + (s * 2 + (r0 + r) / 128 - rb0) * geo.sb,
+                                scale2 + (s * 2 + (r0 + r2) / 128 - rb0) * geo.sb};
     float acc[2][kTok];
 #pragma unroll
     for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
-    const float* const scale[2] = {slot_scales, slot_scales + kScaleRow};
-    dot_rows<F, 2, kTok>(rows, scale, 0, act, tok, chunks, geo.iters1, n, acc);
+    dot_rows<F, 2, kTok>(rows, sw, F == WFormat::Fp8Block ? a.w.phase : 0, act, act_scale, geo.groups2, arow,
+                         n, geo.chunks2, geo.iters2, acc);
 #pragma unroll
     for (int t = 0; t < kTok; ++t) {
       if (t >= n) break;
-      float g = warp_sum(acc[0][t]), u = warp_sum(acc[1][t]);
+      const float y0 = warp_sum(acc[0][t]), y1 = warp_sum(acc[1][t]);
       if (lane == 0) {
-        if (a.w.w13_bias) {
-          g += a.w.w13_bias[static_cast<size_t>(e) * 2 * P + col];
-          u += a.w.w13_bias[static_cast<size_t>(e) * 2 * P + P + col];
-        }
-        a.h[static_cast<size_t>(info.pairs[begin + t]) * P + col] =
-            f32_to_bf16(gated_activation(a.act, g, u));
+        const int row = r0 - sh.n0 + r;
+        ys[arow[t] * geo.rows_per_block + row] = y0;
+        if (r + 1 < nr) ys[arow[t] * geo.rows_per_block + row + 1] = y1;
       }
     }
   }
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);
-}
-
-// Stage 2's input for one expert: its n rows of h, widened and quantised per group as the reference does
-// (each warp a group at a time, through its scratch row), stored in the chunk layout of act_index.
-template <WFormat F>
-__device__ void load_stage2_act(const FusedArgs& a, const Geometry& geo, const Info& info, int s,
-                                float* scratch, float* act) {
-  constexpr int E = WeightTraits<F>::kElems;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, P = a.w.inter;
-  const GroupGrid grid(a.act.quant, P, a.w.phase);
-  const int groups = grid.count(), n = info.count[s];
-  float* mine = scratch + warp * 128;
-  for (int q = warp; q < n * groups; q += kConsumerWarps) {
-    const int t = q / groups, g0 = grid.begin(q % groups), g1 = grid.end(q % groups);
-    const uint16_t* src = a.h + static_cast<size_t>(info.pairs[info.begin[s] + t]) * P;
-    for (int k = g0 + lane; k < g1; k += 32) mine[k - g0] = bf16_to_f32(__ldcg(src + k));
-    __syncwarp();
-    warp_quantize_group(a.act.quant, mine, 0, g1 - g0);
-    __syncwarp();
-    for (int k = g0 + lane; k < g1; k += 32) act[act_index<E>(t, k, geo.iters2)] = mine[k - g0];
-    __syncwarp();
-  }
-}
-
-// Stage 2, one item: rows r0.. of the expert's w2 for its n tokens, into y, two rows per warp at a time.
-// Each warp then frees its share of the slot.
-template <WFormat F, int kTok>
-__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Info& info, const float* act,
-                            const uint8_t* slot, const float* slot_scales, uint64_t* full_bar,
-                            uint32_t parity, uint64_t* empty_bar, int item) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int H = a.w.hidden;
-  const int s = item / geo.tiles2, r0 = (item % geo.tiles2) * geo.rows2, nr = min(geo.rows2, H - r0);
-  const int e = info.expert[s], begin = info.begin[s], n = info.count[s];
-  const int chunks = geo.row_bytes2 / 16;
-  int pass_rows[kTok];  // stage 2's activation rows are the expert's pairs in order
-#pragma unroll
-  for (int t = 0; t < kTok; ++t) pass_rows[t] = t;
-  mbar_wait(full_bar, parity);
-  for (int r = warp; r < nr; r += 2 * kConsumerWarps) {
-    const int r2 = min(r + kConsumerWarps, nr - 1);  // the pair's second row (a repeat past the end)
-    const uint8_t* const rows[2] = {slot + static_cast<size_t>(r) * geo.row_bytes2,
-                                    slot + static_cast<size_t>(r2) * geo.row_bytes2};
-    float acc[2][kTok];
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
-    const float* const scale[2] = {slot_scales, slot_scales};
-    dot_rows<F, 2, kTok>(rows, scale, a.w.phase, act, pass_rows, chunks, geo.iters2, n, acc);
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) {
-      if (t >= n) break;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int row = j == 0 ? r : r + kConsumerWarps;
-        float v = warp_sum(acc[j][t]);
-        if (lane == 0 && row < nr) {
-          if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(e) * H + r0 + row];
-          a.y[static_cast<size_t>(info.pairs[begin + t]) * H + r0 + row] = v;
-        }
-      }
-    }
-  }
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);
-}
-
-// out rows r0 .. r0 + nr of every token: the slots' y weighted and summed in slot order (as combine.cu), by
-// one warp.
-__device__ void combine_rows(const FusedArgs& a, int r0, int nr) {
-  const int K = a.g.pair_div, H = a.w.hidden;
-  for (int i = threadIdx.x % 32; i < a.M * nr; i += 32) {
-    const int t = i / nr, hrow = r0 + i % nr;
-    a.out[static_cast<size_t>(t) * H + hrow] =
-        f32_to_bf16(slot_sum(a.topk_ids, a.topk_weights, a.y, K, H, t, hrow));
-  }
-}
-
-// A warp's stage-1 items of one expert are done: after one fence for all of them, count them in.
-__device__ void signal_stage1(const FusedArgs& a, int s, int items) {
-  __syncwarp();
-  if (threadIdx.x % 32 == 0 && items > 0) {
-    __threadfence();
-    atomicAdd(a.counters + s, items);
-  }
-}
-
-// A warp's stage-2 items (the block's range lo2 .. lo2 + n2) are done: one fence, then every item's row tile
-// counted at once (a lane per item); the warp that completes a tile (every warp of every active expert's
-// item for it) writes the tile's combine.
-__device__ void signal_stage2(const FusedArgs& a, const Geometry& geo, const Info& info, int lo2, int n2) {
-  const int lane = threadIdx.x % 32, H = a.w.hidden, total = info.num_active * kConsumerWarps;
-  int* tile_done = a.counters + a.w.num_experts;
-  __threadfence();  // this warp's y (every lane fences: the counts below come from all lanes)
-  __syncwarp();
-  for (int q0 = 0; q0 < n2; q0 += 32) {
-    const int q = q0 + lane;
-    const bool last = q < n2 && atomicAdd(tile_done + (lo2 + q) % geo.tiles2, 1) == total - 1;
-    unsigned done = __ballot_sync(kFullMask, last);
-    if (done) __threadfence();  // the other warps' y, after their counts
-    while (done) {
-      const int tile = (lo2 + q0 + __ffs(done) - 1) % geo.tiles2, r0 = tile * geo.rows2;
-      combine_rows(a, r0, min(geo.rows2, H - r0));
-      done &= done - 1;
-    }
-  }
-}
-
-template <WFormat F, int kTok>
-__device__ void consume(const FusedArgs& a, const Geometry& geo, const Info& info, const float* scales,
-                        float* scratch, float* act, const uint8_t* ring, uint64_t* full, uint64_t* empty,
-                        int lo1, int n1, int lo2, int n2) {
-  const int H = a.w.hidden;
-  const int* expert_done = a.counters;
-  // Stage 1's input: every token's quantised x.
-  const int M = a.M;
-  for (int i = threadIdx.x; i < M * H / 4; i += kConsumers) {
-    const int t = i / (H / 4), k = 4 * (i % (H / 4));
-    *reinterpret_cast<float4*>(act + act_index<WeightTraits<F>::kElems>(t, k, geo.iters1)) =
-        __ldcg(reinterpret_cast<const float4*>(a.xq) + i);
-  }
-  named_barrier_sync(kConsumerBarrier, kConsumers);
-  int act_expert = -1;              // the expert whose h is in act (stage 2)
-  int done_s = -1, done_items = 0;  // stage-1 items of expert slot done_s not yet counted in
-  for (int q = 0; q < n1 + n2; ++q) {
-    const int slot = q % geo.slots;
-    const uint32_t parity = (q / geo.slots) & 1;
-    const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
-#ifdef MOE_FUSED_TIMELINE
-    if (threadIdx.x == 0) {
-      mbar_wait(&full[slot], parity);
-      stamp_item(q, kReady);
-    }
-#endif
-    if (q < n1) {
-      const int item = lo1 + q, s = item / geo.tiles1;
-      if (s != done_s) {
-        signal_stage1(a, done_s, done_items);
-        done_s = s, done_items = 0;
-      }
-      stage1_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
-                           &empty[slot], item);
-      if (threadIdx.x == 0) stamp_item(q, kDone);
-      ++done_items;
-      if (q == n1 - 1) signal_stage1(a, done_s, done_items);
-      continue;
-    }
-    const int item = lo2 + q - n1, s = item / geo.tiles2;
-    if (s != act_expert) {  // this expert's h must be complete: wait for all its stage-1 items
-      if (threadIdx.x == 0) {
-        if (act_expert < 0) stamp_block(kStage2WaitBegin);
-        while (ld_acquire(expert_done + s) < geo.tiles1 * kConsumerWarps) __nanosleep(32);
-        if (act_expert < 0) stamp_block(kStage2WaitEnd);
-      }
-      named_barrier_sync(kConsumerBarrier, kConsumers);  // and every warp done with act
-      load_stage2_act<F>(a, geo, info, s, scratch, act);
-      named_barrier_sync(kConsumerBarrier, kConsumers);
-      act_expert = s;
-    }
-    stage2_item<F, kTok>(a, geo, info, act, data, scales + slot * 2 * kScaleRow, &full[slot], parity,
-                         &empty[slot], item);
-    if (threadIdx.x == 0) stamp_item(q, kDone);
-  }
-  signal_stage2(a, geo, info, lo2, n2);
-  if (threadIdx.x == 0) stamp_block(kEnd);
 }
 
 template <WFormat F, int kTok>
 __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometry geo) {
+  constexpr bool kFp8 = F == WFormat::Fp8Block;
+  constexpr int V = WeightTraits<F>::kElems / 8;
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxSlots;
-  Info& info = *reinterpret_cast<Info*>(smem + kBarrierBytes);
-  float* scales = reinterpret_cast<float*>(smem + kScalesOffset);
-  float* scratch = reinterpret_cast<float*>(smem + kScratchOffset);
-  float* act = reinterpret_cast<float*>(smem + kActOffset);
-  uint8_t* ring = smem + geo.ring_offset;
+  Plan& plan = *reinterpret_cast<Plan*>(smem + geo.off_plan);
+  uint4* act = reinterpret_cast<uint4*>(smem + geo.off_act);
+  float* act_scale = reinterpret_cast<float*>(smem + geo.off_act_scale);
+  float* scale1 = reinterpret_cast<float*>(smem + geo.off_scale1);
+  float* scale2 = reinterpret_cast<float*>(smem + geo.off_scale2);
+  float* ys = reinterpret_cast<float*>(smem + geo.off_ys);
+  uint8_t* ring = smem + geo.off_ring;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int M = a.M, K = a.router.top_k, H = a.w.hidden, P = a.w.inter;
   if (threadIdx.x == 0) {
     for (int i = 0; i < geo.slots; ++i) {
-      mbar_init(&full[i], 2);                // the producer's copies, then its scales
-      mbar_init(&empty[i], kConsumerWarps);  // each consumer warp frees its share
+      mbar_init(&full[i], 1);                // the producer's expect_tx arrival (and the copies' bytes)
+      mbar_init(&empty[i], kConsumerWarps);  // each consumer warp frees the slot once
     }
     mbar_init_fence();
   }
-  // The prologue's routing, grouping and x. Every block is resident before any dependent kernel can start
-  // (it starts once all blocks have triggered), so triggering now cannot take an SM this grid needs.
+  stamp(a, kStart);
+  // Every block is resident before the next kernel can launch (it launches once all blocks have triggered),
+  // so triggering now takes no SM this grid needs.
   pdl_wait();
   pdl_trigger();
-  if (threadIdx.x == 0) stamp_block(kStart);
-  const int na = __ldcg(a.g.num_active);
-  for (int i = threadIdx.x; i < na; i += kThreads) {
-    const int e = __ldcg(a.g.active + i), b = __ldcg(a.g.offsets + e);
-    info.expert[i] = e;
-    info.begin[i] = b;
-    info.count[i] = __ldcg(a.g.offsets + e + 1) - b;
+  stamp(a, kWaited);
+
+  // Routing (warps 0 .. M-1, a token each) while the other consumer warps stage x.
+  if (warp < M) {
+    route_token(a.router, a.logits + static_cast<size_t>(warp) * a.router.num_experts, plan.ids + warp * K,
+                plan.weights + warp * K);
+  } else if (warp < kConsumerWarps) {
+    stage_rows(a.x, nullptr, M, H, 0, kFp8, V, act, act_scale, geo.hb, geo.iters1, threadIdx.x - M * 32,
+               (kConsumerWarps - M) * 32);
   }
-  for (int i = threadIdx.x; i < a.M * a.g.pair_div; i += kThreads)
-    info.pairs[i] = __ldcg(a.g.sorted_pairs + i);
-  if (threadIdx.x == 0) info.num_active = na;
   __syncthreads();
-  if (threadIdx.x == 0) stamp_block(kInfoLoaded);
-  if (na == 0) {  // no pair has a local expert (expert parallelism): the output is zero
-    for (int i = blockIdx.x * kThreads + threadIdx.x; i < a.M * a.w.hidden; i += gridDim.x * kThreads)
-      a.out[i] = 0;
+  stamp(a, kRouted);
+  group_pairs(plan, M * K);
+  if (blockIdx.x == 0 && threadIdx.x < M * K) {
+    a.topk_ids[threadIdx.x] = plan.ids[threadIdx.x];
+    a.topk_weights[threadIdx.x] = plan.weights[threadIdx.x];
+  }
+  stamp(a, kPlanned);
+  const int active = plan.num_active;
+  const Share sh = block_share(geo, active, H);
+  if (active == 0) {  // no pair has a local expert (expert parallelism): this rank's output is zero
+    for (int i = threadIdx.x; i < M * sh.nrows; i += kThreads)
+      a.out[static_cast<size_t>(i / sh.nrows) * H + sh.n0 + i % sh.nrows] = 0;
     return;
   }
-  const auto range = [&](int total, int* lo) {
-    *lo = static_cast<int>(static_cast<long long>(blockIdx.x) * total / gridDim.x);
-    return static_cast<int>(static_cast<long long>(blockIdx.x + 1) * total / gridDim.x) - *lo;
-  };
-  int lo1, lo2;
-  const int n1 = range(na * geo.tiles1, &lo1), n2 = range(na * geo.tiles2, &lo2);
-  if (threadIdx.x >= kConsumers) {
-    produce<F>(a, geo, info, ring, scales, full, empty, lo1, n1, lo2, n2);
+  if (warp == kConsumerWarps) {
+    if (lane == 0) produce<F>(a, geo, plan, sh, ring, full, empty);
     return;
   }
-  consume<F, kTok>(a, geo, info, scales, scratch, act, ring, full, empty, lo1, n1, lo2, n2);
-}
+  if (kFp8) load_scales(a, geo, plan, sh, scale1, scale2);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kScalesLoaded);
 
-// Rows of w2 per stage-2 item: the divisor of 128 (at least 8) whose busiest block has the fewest rows, with
-// a few rows' worth of fixed cost per item; a slot must hold the rows.
-int choose_rows2(int H, int row_bytes2, int slot_cap, int experts, int blocks) {
-  constexpr int kItemCostRows = 4;
-  int best = 8;
-  long best_cost = -1;
-  for (int r : {8, 16, 32, 64}) {
-    if (r > 8 && static_cast<long>(r) * row_bytes2 > slot_cap) continue;
-    const long items = static_cast<long>(experts) * ((H + r - 1) / r);
-    const long cost = (items + blocks - 1) / blocks * (r + kItemCostRows);
-    if (best_cost < 0 || cost < best_cost) best = r, best_cost = cost;
+  for (int q = 0; q < sh.n1; ++q) {
+    const int slot = q % geo.slots;
+    mbar_wait(&full[slot], (q / geo.slots) & 1);
+    if (q == 0) stamp(a, kFirstItem);
+    stage1_item<F, kTok>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act,
+                         act_scale, scale1);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[slot]);
   }
-  return best;
+  stamp(a, kStage1Done);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  if (threadIdx.x == 0) grid_barrier(a.barrier);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kBarrierDone);
+
+  // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
+  stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, V, act, act_scale, geo.groups2,
+             geo.iters2, threadIdx.x, kConsumers);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kHStaged);
+  for (int q = 0; q < sh.n2; ++q) {
+    const int qq = sh.n1 + q, slot = qq % geo.slots;
+    mbar_wait(&full[slot], (qq / geo.slots) & 1);
+    stage2_item<F, kTok>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act,
+                         act_scale, scale2, ys);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[slot]);
+  }
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kStage2Done);
+
+  // The combine of the block's rows: each token's slots in slot order (combine.cu's order), one rounding.
+  for (int i = threadIdx.x; i < M * sh.nrows; i += kConsumers) {
+    const int t = i / sh.nrows, r = i % sh.nrows;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      const int p = t * K + k;
+      if (plan.ids[p] >= 0) acc = fmaf(plan.weights[p], ys[p * geo.rows_per_block + r], acc);
+    }
+    a.out[static_cast<size_t>(t) * H + sh.n0 + r] = f32_to_bf16(acc);
+  }
+  stamp(a, kEnd);
 }
 
-// The shape of a call with `per_sm` blocks on each SM (each with its own ring).
-Geometry geometry(const ExpertWeightsDev& w, int M, int top_k, int per_sm) {
+std::atomic<bool> g_forbidden{false};
+
+int align128(long v) {
+  return static_cast<int>((v + 127) / 128 * 128);
+}
+
+// The call's geometry for M tokens, or slots < 2 when it does not fit.
+Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   Geometry g{};
-  const int eb = w.format == WFormat::Bf16 ? 2 : 1;
-  g.row_bytes1 = w.hidden * eb;
-  g.row_bytes2 = w.inter * eb;
-  g.iters1 = (g.row_bytes1 / 16 + 31) / 32;
-  g.iters2 = (g.row_bytes2 / 16 + 31) / 32;
-  const int slot1 = 2 * kCols1 * g.row_bytes1;
-  g.tiles1 = (w.inter + kCols1 - 1) / kCols1;
-  g.blocks = per_sm * sm_count();
-  g.rows2 = choose_rows2(w.hidden, g.row_bytes2, slot1, std::min(w.num_experts, M * top_k), g.blocks);
-  g.tiles2 = (w.hidden + g.rows2 - 1) / g.rows2;
-  g.slot_bytes = align128(std::max(slot1, g.rows2 * g.row_bytes2));
-  // Activation rows in the chunk layout: iters x 32 chunks of 16 bytes' worth of elements each.
-  const size_t elems = static_cast<size_t>(16 / eb) * 32 * std::max(g.iters1, g.iters2);
-  g.ring_offset = align128(kActOffset + sizeof(float) * static_cast<size_t>(M) * elems);
-  const size_t limit = per_sm == 1 ? kSmemPerBlockMax : kSmemPerSm / per_sm - kSmemReserved;
-  g.slots = limit < static_cast<size_t>(g.ring_offset)
-                ? 0
-                : static_cast<int>(std::min<size_t>(
-                      kMaxSlots, (limit - static_cast<size_t>(g.ring_offset)) / g.slot_bytes));
+  const bool fp8 = w.format == WFormat::Fp8Block;
+  const int esz = fp8 ? 1 : 2, V = fp8 ? 2 : 1, K = r.top_k, G = sm_count();
+  g.row_bytes1 = w.hidden * esz;
+  g.row_bytes2 = w.inter * esz;
+  g.chunks1 = g.row_bytes1 / 16;
+  g.chunks2 = g.row_bytes2 / 16;
+  g.iters1 = (g.chunks1 + 31) / 32;
+  g.iters2 = (g.chunks2 + 31) / 32;
+  g.tiles1 = w.inter / kCols;
+  g.rows_per_block = (w.hidden + G - 1) / G;
+  g.slot_bytes = 2 * kCols * g.row_bytes1;
+  g.item_rows2 = std::max(1, std::min(g.rows_per_block, g.slot_bytes / g.row_bytes2));
+  g.experts2 = std::max(1, g.slot_bytes / (g.item_rows2 * g.row_bytes2));
+  g.hb = w.hidden / 128;
+  g.sb = fp8 ? w.scale_blocks : 0;
+  const int phase = fp8 ? w.phase : 0;
+  g.groups2 = (w.inter + phase + 127) / 128;
+  g.max_active = std::min(w.num_experts, M * K);
+  g.max_items1 = static_cast<int>((static_cast<long>(g.max_active) * g.tiles1 + G - 1) / G) + 1;
+  const long act_bytes =
+      std::max(static_cast<long>(M) * g.iters1, static_cast<long>(M) * K * g.iters2) * 32 * V * 16;
+  const long act_scales = std::max(static_cast<long>(M) * g.hb, static_cast<long>(M) * K * g.groups2);
+  g.off_plan = align128(2L * kMaxSlots * 8);
+  g.off_act = align128(g.off_plan + static_cast<long>(sizeof(Plan)));
+  g.off_act_scale = align128(g.off_act + act_bytes);
+  g.off_scale1 = align128(g.off_act_scale + act_scales * 4);
+  g.off_scale2 = align128(g.off_scale1 + (fp8 ? static_cast<long>(g.max_items1) * 2 * g.hb * 4 : 0));
+  g.off_ys = align128(g.off_scale2 + (fp8 ? static_cast<long>(g.max_active) * 2 * g.sb * 4 : 0));
+  g.off_ring = align128(g.off_ys + static_cast<long>(M) * K * g.rows_per_block * 4);
+  g.slots =
+      static_cast<int>(std::min<long>(kMaxSlots, std::max<long>(0, kSmemBudget - g.off_ring) / g.slot_bytes));
+  g.smem = g.off_ring + g.slots * g.slot_bytes;
+  static const bool prefetch = [] {
+    const char* v = std::getenv("MOE_FUSED_L2_PREFETCH");  // a measuring knob: 0 turns it off
+    return !v || std::atoi(v) != 0;
+  }();
+  g.prefetch2 = prefetch ? 1 : 0;
   return g;
 }
 
 template <WFormat F, int kTok>
-void launch_with(const FusedArgs& a, cudaStream_t stream) {
+void launch_with(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
   auto kernel = fused_kernel<F, kTok>;
-  // Two blocks per SM (twice the consumer warps to hide latency) when two rings fit and the SM holds them;
-  // MOE_FUSED_PER_SM=1 keeps one (for measuring both).
-  static const int forced = [] {
-    const char* v = std::getenv("MOE_FUSED_PER_SM");
-    return v ? std::atoi(v) : 0;
-  }();
-  for (int per_sm : {2, 1}) {
-    if (forced > 0 && per_sm != forced) continue;
-    const Geometry geo = geometry(a.w, a.M, a.g.pair_div, per_sm);
-    if (geo.slots < 2) continue;
-    const int smem = geo.ring_offset + geo.slots * geo.slot_bytes;
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    int resident = 0;
-    MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, smem));
-    if (resident < per_sm) continue;  // every block must be resident at once (the stage-2 waits)
-    launch_overlapped(kernel, dim3(geo.blocks), dim3(kThreads), static_cast<size_t>(smem), stream, a, geo);
-    return;
-  }
-  fail("launch_fused: the call's tiles do not fit in shared memory");
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, geo.smem));
+  // The grid barrier needs every block resident at once: one per SM.
+  int resident = 0;
+  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, geo.smem));
+  require(resident >= 1, "launch_fused: a block does not fit on an SM");
+  launch_overlapped(kernel, dim3(static_cast<unsigned>(sm_count())), dim3(kThreads),
+                    static_cast<size_t>(geo.smem), stream, a, geo);
 }
 
 template <WFormat F>
-void launch_format(const FusedArgs& a, cudaStream_t stream) {
+void launch_format(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
   if (a.M <= 1)
-    launch_with<F, 1>(a, stream);
+    launch_with<F, 1>(a, geo, stream);
   else if (a.M <= 2)
-    launch_with<F, 2>(a, stream);
-  else if (a.M <= 4)
-    launch_with<F, 4>(a, stream);
+    launch_with<F, 2>(a, geo, stream);
   else
-    launch_with<F, 8>(a, stream);
+    launch_with<F, 4>(a, geo, stream);
 }
 
 }  // namespace
 
-void fused_timeline_report() {
-#ifdef MOE_FUSED_TIMELINE
-  static unsigned long long items[kTimelineBlocks][kTimelineItems][kEvents];
-  static unsigned long long blocks[kTimelineBlocks][kBlockEvents];
-  MOE_CUDA_CHECK(cudaDeviceSynchronize());
-  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(items, g_item_times, sizeof(items)));
-  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(blocks, g_block_times, sizeof(blocks)));
-  unsigned long long t0 = ~0ull;
-  int nb = 0;
-  for (int b = 0; b < kTimelineBlocks; ++b)
-    if (blocks[b][kEnd] >= blocks[b][kStart] && blocks[b][kStart] > 0)
-      t0 = std::min(t0, blocks[b][kStart]), ++nb;
-  const auto us = [&](unsigned long long t) {
-    return t ? (static_cast<double>(t) - static_cast<double>(t0)) / 1e3 : -1.0;
-  };
-  std::printf("fused timeline (last launch, us from the first block's start; %d blocks)\n", nb);
-  std::printf("block  start  info  s2wait  s2go    end | item: issued ready done ...\n");
-  for (int b = 0; b < kTimelineBlocks && b < nb; b += std::max(1, nb / 12)) {
-    std::printf("%5d %6.2f %5.2f %7.2f %5.2f %6.2f |", b, us(blocks[b][kStart]), us(blocks[b][kInfoLoaded]),
-                us(blocks[b][kStage2WaitBegin]), us(blocks[b][kStage2WaitEnd]), us(blocks[b][kEnd]));
-    for (int q = 0; q < kTimelineItems && items[b][q][kDone] >= blocks[b][kStart] && items[b][q][kDone] > 0 &&
-                    items[b][q][kDone] <= blocks[b][kEnd];
-         ++q)
-      std::printf(" [%.1f %.1f %.1f]", us(items[b][q][kIssued]), us(items[b][q][kReady]),
-                  us(items[b][q][kDone]));
-    std::printf("\n");
-  }
-#else
-  std::printf("fused timeline: not compiled in (build with -DMOE_FUSED_TIMELINE)\n");
-#endif
-}
-
-int fused_counter_ints(int num_experts, int hidden) {
-  return num_experts + (hidden + 7) / 8;
-}
-
-bool fused_supported(const ExpertWeightsDev& w, int M, int top_k, bool has_shared) {
-  if (has_shared || M < 1 || M > kFusedMaxTokens) return false;
-  if (w.format != WFormat::Bf16 && w.format != WFormat::Fp8Block) return false;
-  if (w.hidden % 16 != 0 || w.inter % 16 != 0) return false;  // rows of whole 16-byte chunks
-  // fp8: a scale row of at most kScaleRow K blocks along H and along P's checkpoint grid.
-  if (w.format == WFormat::Fp8Block && ((w.hidden + 127) / 128 > kScaleRow || w.scale_blocks > kScaleRow))
+bool fused_supported(const ExpertWeightsDev& w, const RouterParams& r, AQuant q, int M, bool has_shared) {
+  if (g_forbidden.load() || has_shared || M < 1 || M > kFusedMaxTokens || r.top_k > 32 ||
+      r.num_experts > kMaxRouterExperts)
     return false;
-  const Geometry g = geometry(w, M, top_k, 1);
-  // A lane walks a row in at most kMaxIters chunks (fp8: K <= 4096; bf16: K <= 2048).
-  return g.slots >= 2 && g.iters1 <= kMaxIters && g.iters2 <= kMaxIters;
+  const bool formats =
+      (w.format == WFormat::Bf16 && q == AQuant::None) || (w.format == WFormat::Fp8Block && q == AQuant::Fp8);
+  if (!formats || w.w13_bias || w.w2_bias) return false;
+  // H in whole 512-element spans (fp8 scale rows of whole 16-byte runs, x in whole 128-groups); P in whole
+  // 8-column items and 16-byte chunks (the plan pads it to 64).
+  if (w.hidden % 512 != 0 || w.inter % 64 != 0 || w.inter <= 0) return false;
+  if (w.format == WFormat::Fp8Block && w.phase % 16 != 0) return false;
+  const Geometry g = geometry(w, r, M);
+  return g.iters1 <= kMaxIters && g.iters2 <= kMaxIters && g.slots >= 2;
 }
 
 void launch_fused(const FusedArgs& a, cudaStream_t stream) {
+  const Geometry geo = geometry(a.w, a.router, a.M);
+  require(geo.slots >= 2, "launch_fused: the call does not fit in shared memory");
   if (a.w.format == WFormat::Bf16)
-    launch_format<WFormat::Bf16>(a, stream);
+    launch_format<WFormat::Bf16>(a, geo, stream);
   else
-    launch_format<WFormat::Fp8Block>(a, stream);
+    launch_format<WFormat::Fp8Block>(a, geo, stream);
+}
+
+void forbid_fused_decode() {
+  g_forbidden.store(true);
+}
+
+unsigned long long* fused_timeline_buffer() {
+  static unsigned long long* buffer = [] {
+    unsigned long long* p = nullptr;
+    if (std::getenv("MOE_FUSED_TIMELINE")) {
+      const size_t bytes = static_cast<size_t>(sm_count()) * kEvents * sizeof(unsigned long long);
+      MOE_CUDA_CHECK(cudaMalloc(&p, bytes));
+      MOE_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    }
+    return p;
+  }();
+  return buffer;
+}
+
+void fused_timeline_report() {
+  unsigned long long* buffer = fused_timeline_buffer();
+  if (!buffer) {
+    std::printf("fused timeline: set MOE_FUSED_TIMELINE=1\n");
+    return;
+  }
+  const int G = sm_count();
+  std::vector<unsigned long long> t(static_cast<size_t>(G) * kEvents);
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+  MOE_CUDA_CHECK(cudaMemcpy(t.data(), buffer, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
+  unsigned long long t0 = ~0ull;
+  for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
+  static const char* names[kEvents] = {
+      "start",      "waited",       "routed, x staged", "planned",  "scales loaded",
+      "first item", "stage 1 done", "barrier passed",   "h staged", "stage 2 done",
+      "end"};
+  std::printf(
+      "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
+      "blocks)\n",
+      G);
+  for (int ev = 0; ev < kEvents; ++ev) {
+    std::vector<double> v;
+    for (int b = 0; b < G; ++b) {
+      const unsigned long long x = t[static_cast<size_t>(b) * kEvents + ev];
+      if (x >= t0) v.push_back(static_cast<double>(x - t0) / 1e3);
+    }
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    std::printf("  %-15s %7.2f %7.2f %7.2f\n", names[ev], v.front(), v[v.size() / 2], v.back());
+  }
 }
 
 }  // namespace moe::cuda

@@ -1,20 +1,25 @@
 #pragma once
-// The fused MoE for a few tokens per call (decode): after the one-block prologue (routing, x quantised,
-// pairs grouped by expert), one persistent launch does stage 1, stage 2 and the weighted combine. Each block
-// (one or two per SM) has a producer warp that streams whole weight tiles (16 rows of w13, or up to 64 rows
-// of w2: contiguous runs of tens of kilobytes) into a shared-memory ring with 1-D bulk copies (TMA), never
-// waiting on them, and loads each tile's fp8 scales into the ring; eight consumer warps multiply them on CUDA
-// cores from shared memory. Stage 2 of an expert starts once every stage-1 tile of that expert is done (a
-// counter per expert), and the warp that finishes the last expert of a tile of output rows writes the
-// combine. Stage 2's weights are requested while stage 1 is still running.
+// The whole MoE of a few tokens (decode) in one launch, with no prologue kernel before it: one block per SM,
+// every block routes the call's tokens itself (the same warp routing as route.cu) and quantises x, then
+//  - stage 1: the block's share of (active expert, 8 h columns) items; a producer warp streams each item's
+//    gate and up rows into a shared-memory ring with 1-D bulk copies, all of them as soon as the routing is
+//    known, and eight consumer warps multiply them on CUDA cores and write h;
+//  - one grid barrier (every block is resident: one per SM, checked at launch);
+//  - stage 2: the block owns a contiguous range of output rows; the producer has already streamed those rows
+//    of every active expert's w2 into the ring while stage 1 ran; the consumers quantise h, multiply, and
+//    combine the slots of each token in slot order in shared memory, so the block writes its rows of out
+//    directly: no y workspace, no combine kernel, no atomics on data.
 //
-// Bits: each dot product is one warp, lane l taking the 16-byte chunks l, l + 32, ... of the row, each
-// chunk's products summed in a fixed order and scaled by its K block's scale, the lanes then added by a fixed
-// shuffle tree. So a token's output depends only on that token (batch invariant for every M this path takes)
-// and is the same on every run. It differs in the last bits from the GEMV path (another lane split).
+// Bits: each dot product is one warp, lane l taking the 16-byte chunks l, l + 32, ... of a row; each chunk's
+// products of quantised codes (fp8: e4m3 weight x e4m3 activation code; bf16: the values) are summed in a
+// fixed tree, scaled by the chunk's 128-block weight and activation scales, and accumulated per lane; the
+// lanes are added by a fixed shuffle tree. A token's output depends only on that token: batch invariant at
+// every M this path takes, and the same on every run. It differs in the last bits from the other paths.
 //
-// Status: correct on the H200 (GPU tests) but measured slower than the GEMV (docs/performance.md), so Auto
-// takes it only with MOE_FUSED=1.
+// The grid barrier's arrival count is synchronisation state, not data: zero when the workspace is made, and
+// every call leaves it at zero (the last block to arrive resets it before releasing the others). Two of these
+// kernels must never run at once on one GPU (each waits for all of its blocks to be resident):
+// forbid_fused_decode() turns the path off for a process that runs several ranks' steps on one GPU.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -23,31 +28,34 @@
 
 namespace moe::cuda {
 
-constexpr int kFusedMaxTokens = 8;
+constexpr int kFusedMaxTokens = 4;
+constexpr int kFusedBarrierWords = 2;  // arrivals (zero between calls), generation
 
 struct FusedArgs {
-  ExpertWeightsDev w;
-  GroupingDev g;
+  RouterParams router;
   ActivationParams act;
-  const float* xq;            // [M, H] the prologue's quantised x (dequantised values)
-  uint16_t* h;                // [M * K, P] bf16 workspace
-  float* y;                   // [M * K, H] fp32 workspace: stage 2's per-pair rows
-  int* counters;              // fused_counter_ints(E, H) ints, zeroed by the prologue of the same call
-  const int* topk_ids;        // [M, K]
-  const float* topk_weights;  // [M, K]
-  uint16_t* out;              // [M, H] bf16
+  ExpertWeightsDev w;
+  const uint16_t* x;    // [M, H] bf16
+  const float* logits;  // [M, router.num_experts] fp32
+  int* topk_ids;        // [M, K] out: the routing, written by block 0 (diagnostics, unique-expert counts)
+  float* topk_weights;  // [M, K] out
+  uint16_t* h;          // [M * K, P] bf16 workspace: stage 1's output by (token, slot) pair
+  unsigned* barrier;    // [kFusedBarrierWords] the grid barrier (see above)
+  uint16_t* out;        // [M, H] bf16
+  unsigned long long* timeline;  // per block, kFusedTimelineEvents stamps (MOE_FUSED_TIMELINE=1), or null
   int M;
 };
 
-// Ints of the counter workspace: one per expert (stage-1 tiles done) and one per tile of output rows
-// (experts done with it).
-int fused_counter_ints(int num_experts, int hidden);
-// Whether the fused path takes this call: bf16 or fp8_block weights, no shared expert, M <= kFusedMaxTokens,
-// and tiles that fit in shared memory.
-bool fused_supported(const ExpertWeightsDev& w, int M, int top_k, bool has_shared);
+// Whether the one-launch path can take this call: bf16 (no activation quantisation) or fp8_block (fp8 1x128)
+// weights without biases or a shared expert, a router of at most 256 experts, H a multiple of 512, rows the ring and a lane's registers can
+// hold, M <= kFusedMaxTokens, and no forbid_fused_decode().
+bool fused_supported(const ExpertWeightsDev& w, const RouterParams& r, AQuant q, int M, bool has_shared);
 void launch_fused(const FusedArgs& a, cudaStream_t stream);
-// Prints the last launch's per-block timeline when built with -DMOE_FUSED_TIMELINE (a measuring build); says
-// that it is not compiled in otherwise.
+// For a process that may run two of these kernels at once on one GPU (several tensor-parallel ranks sharing
+// a GPU): Auto and forced calls take the other paths from then on.
+void forbid_fused_decode();
+// The per-block timeline of the last launch when MOE_FUSED_TIMELINE=1 (moe bench prints it).
+unsigned long long* fused_timeline_buffer();
 void fused_timeline_report();
 
 }  // namespace moe::cuda
