@@ -25,6 +25,17 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
       : "memory");
 }
 
+// The same with an L2 policy (createpolicy): weights read once, copied with an evict-first policy.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                                    uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, "
+      "[%3], "
+      "%4;" ::"r"(shared_addr(dst)),
+      "l"(src), "r"(bytes), "r"(shared_addr(bar)), "l"(policy)
+      : "memory");
+}
+
 // Asks for a contiguous run (16-byte aligned, a multiple of 16 bytes) to be brought into L2, without waiting
 // and without holding shared memory: data a later bulk copy will read from L2 instead of DRAM.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {

@@ -309,6 +309,7 @@ template <WFormat F>
 __device__ void produce(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh,
                         uint8_t* ring, uint64_t* full, uint64_t* empty) {
   const int P = a.w.inter, H = a.w.hidden;
+  const uint64_t once = l2_evict_first_policy();  // every weight byte is read once per call
   for (int q = 0; q < sh.n1 + sh.n2; ++q) {
     const int slot = q % geo.slots, round = q / geo.slots;
     if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
@@ -318,8 +319,9 @@ __device__ void produce(const FusedArgs& a, const Geometry& geo, const Plan& pla
       const uint32_t bytes = static_cast<uint32_t>(kCols * geo.row_bytes1);
       const uint8_t* gate = a.w.w13 + (static_cast<size_t>(e) * 2 * P + c0) * geo.row_bytes1;
       mbar_expect_tx(&full[slot], 2 * bytes);
-      bulk_copy_to_shared(dst, gate, bytes, &full[slot]);
-      bulk_copy_to_shared(dst + bytes, gate + static_cast<size_t>(P) * geo.row_bytes1, bytes, &full[slot]);
+      bulk_copy_to_shared(dst, gate, bytes, &full[slot], once);
+      bulk_copy_to_shared(dst + bytes, gate + static_cast<size_t>(P) * geo.row_bytes1, bytes, &full[slot],
+                          once);
       // The ring's first fill is out: stage 2's rows (every active expert's, this block's range) go to L2
       // now, behind it, so that they stream during stage 1 and the stage-2 copies after the barrier hit L2.
       if (geo.prefetch2 && q == min(geo.slots, sh.n1) - 1) {
@@ -337,7 +339,8 @@ __device__ void produce(const FusedArgs& a, const Geometry& geo, const Plan& pla
       for (int x = 0; x < xe; ++x) {
         const int e = plan.expert[a0 + x];
         bulk_copy_to_shared(dst + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2,
-                            a.w.w2 + (static_cast<size_t>(e) * H + r0) * geo.row_bytes2, bytes, &full[slot]);
+                            a.w.w2 + (static_cast<size_t>(e) * H + r0) * geo.row_bytes2, bytes, &full[slot],
+                            once);
       }
     }
   }

@@ -32,12 +32,20 @@ struct WeightTraits<WFormat::Mxfp4> {
   static constexpr int kElemBytesX2 = 1;
 };
 
-// Streaming 16-byte load: weights are read once per call, so keep them out of L1.
+// An L2 policy that marks lines evict-first: for weights, which a decode step reads once, so that their
+// stream does not push out what is read again (activations, KV pages, scales, the kernels' code).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// Streaming 16-byte load: weights are read once per call, so keep them out of L1, and first out of L2.
 __device__ __forceinline__ uint4 load_stream16(const void* p) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+               : "l"(p), "l"(l2_evict_first_policy()));
   return v;
 }
 
