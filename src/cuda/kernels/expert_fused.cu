@@ -44,6 +44,14 @@ constexpr int kMaxIters = 8;         // 16-byte chunks per lane of one weight ro
 // Shared memory the kernel takes at most: the rest of the SM's 228 KB stays for the next kernel's blocks,
 // which launch early (programmatic dependent launch) and request their weights while this one finishes.
 constexpr int kSmemBudget = 200 * 1024;
+// MOE_FUSED_SMEM_KB (read once) lowers it, for measuring how much room the next kernel's blocks need.
+int smem_budget() {
+  static const int budget = [] {
+    const char* v = std::getenv("MOE_FUSED_SMEM_KB");
+    return v && std::atoi(v) > 0 ? std::min(kSmemBudget, std::atoi(v) * 1024) : kSmemBudget;
+  }();
+  return budget;
+}
 
 enum TimelineEvent {
   kStart,
@@ -55,6 +63,7 @@ enum TimelineEvent {
   kStage1Done,
   kBarrierDone,
   kHStaged,
+  kStage2First,
   kStage2Done,
   kEnd,
   kEvents
@@ -167,18 +176,25 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
                                         int phase, bool fp8, int v_per_chunk, uint4* act, float* act_scale,
                                         int scale_stride, int iters, int j, int nthreads) {
   constexpr int kBatch = 8;
-  const int groups = (k_elems + phase + 127) / 128, vcs = groups * 16, total = nrows * vcs;
-  const int lane = threadIdx.x % 32, elems = 8 * v_per_chunk;
+  // A row's virtual chunks padded to a power of two (the padding chunks are outside the row), so that the
+  // index arithmetic below is shifts and masks: with divisions it was thousands of instructions per call.
+  const int groups = (k_elems + phase + 127) / 128;
+  int vcs_log2 = 4;
+  while ((1 << vcs_log2) < groups * 16) ++vcs_log2;
+  const int vcs_mask = (1 << vcs_log2) - 1, total = nrows << vcs_log2;
+  const int lane = threadIdx.x % 32, elems_log2 = v_per_chunk == 2 ? 4 : 3,
+            elems_mask = (1 << elems_log2) - 1;
   // Where chunk g goes, or -1 outside the rows (the lanes that only join the group's shuffles).
   const auto slot_of = [&](int g) {
-    const int k0 = (g % vcs) * 8 - phase;
+    const int k0 = (g & vcs_mask) * 8 - phase;
     if (g >= total || k0 < 0 || k0 >= k_elems) return -1;
-    const int row = row_ids ? row_ids[g / vcs] : g / vcs, c = k0 / elems;
-    return ((row * iters + c / 32) * v_per_chunk + (k0 % elems) / 8) * 32 + c % 32;
+    const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2, c = k0 >> elems_log2;
+    return ((row * iters + c / 32) * v_per_chunk + (k0 & elems_mask) / 8) * 32 + c % 32;
   };
   const auto source = [&](int g) {
-    const int row = row_ids ? row_ids[g / vcs] : g / vcs;
-    return reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * k_elems + (g % vcs) * 8 - phase);
+    const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2;
+    return reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * k_elems + (g & vcs_mask) * 8 -
+                                          phase);
   };
   for (int base = 0; base < total; base += nthreads * kBatch) {
     uint4 v[kBatch];
@@ -215,9 +231,9 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
           act[mine] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
         }
       }
-      if (g < total && lane % 16 == 0) {
-        const int row = row_ids ? row_ids[g / vcs] : g / vcs;
-        act_scale[row * scale_stride + (g % vcs) / 16] = s;
+      if (g < total && lane % 16 == 0 && (g & vcs_mask) < groups * 16) {
+        const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2;
+        act_scale[row * scale_stride + (g & vcs_mask) / 16] = s;
       }
     }
   }
@@ -519,6 +535,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   for (int q = 0; q < sh.n2; ++q) {
     const int qq = sh.n1 + q, slot = qq % geo.slots;
     mbar_wait(&full[slot], (qq / geo.slots) & 1);
+    if (q == 0) stamp(a, kStage2First);
     stage2_item<F, kTok>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act,
                          act_scale, scale2, ys);
     __syncwarp();
@@ -578,8 +595,8 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   g.off_scale2 = align128(g.off_scale1 + (fp8 ? static_cast<long>(g.max_items1) * 2 * g.hb * 4 : 0));
   g.off_ys = align128(g.off_scale2 + (fp8 ? static_cast<long>(g.max_active) * 2 * g.sb * 4 : 0));
   g.off_ring = align128(g.off_ys + static_cast<long>(M) * K * g.rows_per_block * 4);
-  g.slots =
-      static_cast<int>(std::min<long>(kMaxSlots, std::max<long>(0, kSmemBudget - g.off_ring) / g.slot_bytes));
+  g.slots = static_cast<int>(
+      std::min<long>(kMaxSlots, std::max<long>(0, smem_budget() - g.off_ring) / g.slot_bytes));
   g.smem = g.off_ring + g.slots * g.slot_bytes;
   static const bool prefetch = [] {
     const char* v = std::getenv("MOE_FUSED_L2_PREFETCH");  // a measuring knob: 0 turns it off
@@ -667,9 +684,9 @@ void fused_timeline_report() {
   unsigned long long t0 = ~0ull;
   for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
   static const char* names[kEvents] = {
-      "start",      "waited",       "routed, x staged", "planned",  "scales loaded",
-      "first item", "stage 1 done", "barrier passed",   "h staged", "stage 2 done",
-      "end"};
+      "start",        "waited",       "routed, x staged", "planned",  "scales loaded",
+      "first item",   "stage 1 done", "barrier passed",   "h staged", "stage 2 first item",
+      "stage 2 done", "end"};
   std::printf(
       "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
       "blocks)\n",
