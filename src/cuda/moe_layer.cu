@@ -294,12 +294,6 @@ RouterParams router_params(const DeviceMoeLayer& layer) {
           layer.num_experts()};
 }
 
-// Whether the one-launch fused kernel (expert_fused.h) can take this layer's call of M tokens.
-bool fused_applies(const DeviceMoeLayer& layer, int M) {
-  return fused_supported(layer.experts().view, router_params(layer), device_quant(layer.config().act_quant),
-                         M, layer.shared() != nullptr);
-}
-
 }  // namespace
 
 void set_moe_part_marker(MoePartMarker marker, void* context) {
@@ -480,7 +474,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // The one-launch fused kernel (expert_fused.h) for a few tokens: routing, both stages and the combine in
   // one launch, no prologue.
   if ((path == GemmPath::Fused || (path == GemmPath::Auto && fused_by_default())) &&
-      fused_applies(layer, M)) {
+      fused_path_applies(layer, M)) {
     FusedArgs fa{};
     fa.router = ra.router;
     fa.act = act;
