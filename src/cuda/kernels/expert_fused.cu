@@ -3,10 +3,11 @@
 // A block is 8 consumer warps and 1 producer warp, one block per SM. Its work, all of it fixed by the
 // routing, which every block computes for itself:
 //  - stage-1 items (active expert a, 8 h columns c0..c0+7): the 8 gate rows and the 8 up rows, two
-//    contiguous runs of w13, copied into one ring slot; consumer warp w computes column c0 + w (gate and up
-//    row) for every token of the expert. The block takes a contiguous range of the expert-major item list.
+//    contiguous runs of w13, copied into one ring slot: one 16 x 8 tensor-core tile (gate rows on top, up
+//    rows below, the expert's tokens as columns) whose K steps the 8 consumer warps split. The block takes a
+//    contiguous range of the expert-major item list.
 //  - stage-2 items (a group of up to `experts2` active experts, a sub-range of the block's output rows): one
-//    contiguous run of w2 per expert; consumer warps take two rows of one expert at a time.
+//    contiguous run of w2 per expert; 16-row tiles, the expert's pairs as columns, warps splitting K.
 // The producer issues the items in that order, each as soon as a slot is free, so the stage-2 rows stream in
 // while stage 1 is still running. Consumers free a slot once per warp (an mbarrier of 8 arrivals).
 #include "cuda/kernels/expert_fused.h"
@@ -24,6 +25,7 @@
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_reduce.cuh"
 #include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
@@ -40,7 +42,10 @@ constexpr int kCols = kConsumerWarps;      // h columns per stage-1 item: one pe
 constexpr int kMaxSlots = 8;
 constexpr int kMaxPairs = kFusedMaxTokens * 32;
 constexpr int kConsumerBarrier = 1;  // named barrier of the consumer warps (the producer runs on)
-constexpr int kMaxIters = 8;         // 16-byte chunks per lane of one weight row: rows of at most 4 KB
+constexpr int kStepBytes = 128;      // one K step of the MMAs: an fp8 scale block, or 64 bf16 values
+// Staged activation rows are 64 bytes past a multiple of 128 apart, so a quarter warp's 16-byte reads of two
+// rows fall in distinct banks (as in the swap-AB stages).
+constexpr int kRowPad = 64;
 // Shared memory the kernel takes at most: the rest of the SM's 228 KB stays for the next kernel's blocks,
 // which launch early (programmatic dependent launch) and request their weights while this one finishes.
 constexpr int kSmemBudget = 200 * 1024;
@@ -82,16 +87,16 @@ struct Plan {
 // Everything about the call's shape, fixed on the host.
 struct Geometry {
   int row_bytes1, row_bytes2;  // one w13 row (H elements), one w2 row (P elements)
-  int chunks1, chunks2;        // 16-byte chunks of each
-  int iters1, iters2;          // per lane: ceil(chunks / 32)
+  int steps1, steps2;          // K steps of kStepBytes: H, and P from `phase` into the 128 grid
+  int act_row1, act_row2;      // bytes between staged activation rows (steps * kStepBytes + kRowPad)
   int tiles1;                  // stage-1 items per active expert: P / kCols
   int rows_per_block;          // ceil(H / blocks): a block's output rows at most
   int item_rows2, experts2;    // a stage-2 item: up to item_rows2 rows of up to experts2 experts
-  int hb, sb, groups2;         // 128-blocks along H; fp8 scale blocks along P; h's 128-groups (phase)
+  int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
   int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
-  int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_ring, smem;
+  int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
@@ -161,124 +166,87 @@ __device__ void group_pairs(Plan& plan, int n) {
   __syncthreads();
 }
 
-// The activations live in shared memory as bf16 (fp8: the e4m3 codes, exact in bf16; bf16: the values),
-// laid out so that the V 16-byte vectors lane l needs for weight chunk c = 32 i + l of a row are 32 vectors
-// apart: conflict-free reads. A weight chunk covers 8 V elements; vector v of chunk c of row r is at uint4
-// index ((r * iters + c / 32) * V + v) * 32 + c % 32.
-// Stages `nrows` bf16 rows of k_elems (row r read at src + row(r) * k_elems, row(r) = row_ids[r] or r) into
-// the activation layout at row(r), with one scale per 128-group of the checkpoint grid (fp8, FORMATS.md
-// section 3; 1 otherwise). A row's virtual 8-element chunks vc = 0 .. 16 * groups start `phase` elements
-// before it, so each group is 16 chunks held by 16 consecutive lanes and its amax is four shuffles. Called by
-// `nthreads` threads (a multiple of 32) with index j. A batch's loads all go out first and land raw in the
-// layout; the quantisation then walks them in a rolled loop (a thread rereads only what it wrote), which
-// keeps the code small: the unrolled version spent most of its time waiting for instructions.
+// The activations live in shared memory as the B side of the MMAs: per row (a token for stage 1, a pair for
+// stage 2) `steps` K steps of 128 bytes, element k at byte (k + phase) * esz (fp8 codes, or bf16 values),
+// zeros elsewhere, rows act_row bytes apart; fp8: a scale per row and K step.
+//
+// Stages `nrows` bf16 rows of k_elems (row r read at src + row(r) * k_elems, row(r) = row_ids[r] or r) there,
+// quantised per 128-group of the checkpoint grid (FORMATS.md section 3) for fp8. A row's virtual 8-element
+// chunks vc = 0 .. 2^n start `phase` elements before it (a power of two: shifts, not divisions), so each
+// group is 16 chunks held by 16 consecutive lanes and its amax is four shuffles. Called by `nthreads`
+// threads (a multiple of 32) with index j; a batch's loads all go out before the rolled quantisation walks
+// them, which keeps the code small (the unrolled version waited on instruction fetch).
 __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids, int nrows, int k_elems,
-                                        int phase, bool fp8, int v_per_chunk, uint4* act, float* act_scale,
-                                        int scale_stride, int iters, int j, int nthreads) {
+                                        int phase, bool fp8, uint8_t* act, int act_row, float* act_scale,
+                                        int steps, int j, int nthreads) {
   constexpr int kBatch = 8;
-  // A row's virtual chunks padded to a power of two (the padding chunks are outside the row), so that the
-  // index arithmetic below is shifts and masks: with divisions it was thousands of instructions per call.
-  const int groups = (k_elems + phase + 127) / 128;
+  const int groups = (k_elems + phase + 127) / 128, esz = fp8 ? 1 : 2, span = steps * kStepBytes;
   int vcs_log2 = 4;
   while ((1 << vcs_log2) < groups * 16) ++vcs_log2;
-  const int vcs_mask = (1 << vcs_log2) - 1, total = nrows << vcs_log2;
-  const int lane = threadIdx.x % 32, elems_log2 = v_per_chunk == 2 ? 4 : 3,
-            elems_mask = (1 << elems_log2) - 1;
-  // Where chunk g goes, or -1 outside the rows (the lanes that only join the group's shuffles).
-  const auto slot_of = [&](int g) {
+  const int vcs_mask = (1 << vcs_log2) - 1, total = nrows << vcs_log2, lane = threadIdx.x % 32;
+  const auto row_of = [&](int g) { return row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2; };
+  const auto inside = [&](int g) {
     const int k0 = (g & vcs_mask) * 8 - phase;
-    if (g >= total || k0 < 0 || k0 >= k_elems) return -1;
-    const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2, c = k0 >> elems_log2;
-    return ((row * iters + c / 32) * v_per_chunk + (k0 & elems_mask) / 8) * 32 + c % 32;
-  };
-  const auto source = [&](int g) {
-    const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2;
-    return reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * k_elems + (g & vcs_mask) * 8 -
-                                          phase);
+    return g < total && k0 >= 0 && k0 < k_elems;
   };
   for (int base = 0; base < total; base += nthreads * kBatch) {
     uint4 v[kBatch];
-    int at[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      at[u] = slot_of(base + u * nthreads + j);
-      v[u] = at[u] >= 0 ? __ldcg(source(base + u * nthreads + j)) : make_uint4(0u, 0u, 0u, 0u);
+      const int g = base + u * nthreads + j;
+      v[u] = inside(g) ? __ldcg(reinterpret_cast<const uint4*>(
+                             src + static_cast<size_t>(row_of(g)) * k_elems + (g & vcs_mask) * 8 - phase))
+                       : make_uint4(0u, 0u, 0u, 0u);
     }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (at[u] >= 0) act[at[u]] = v[u];
 #pragma unroll 1
     for (int u = 0; u < kBatch && base + u * nthreads < total; ++u) {
-      const int g = base + u * nthreads + j, mine = slot_of(g);
-      float s = 1.0f;
-      if (fp8) {
-        float f[8];
-        decode16<WFormat::Bf16>(mine >= 0 ? act[mine] : make_uint4(0u, 0u, 0u, 0u), f);
-        float amax = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
-#pragma unroll
-        for (int off = 8; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
-        s = fp8_group_scale(amax);
-        if (mine >= 0) {
-          uint32_t packed[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const uint32_t lo = float_bits(fp8e4m3_to_f32(fp8_code(f[2 * i], s))) >> 16;  // exact in bf16
-            const uint32_t hi = float_bits(fp8e4m3_to_f32(fp8_code(f[2 * i + 1], s))) >> 16;
-            packed[i] = lo | (hi << 16);
-          }
-          act[mine] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        }
+      const int g = base + u * nthreads + j, vc = g & vcs_mask, byte = vc * 8 * esz;
+      const bool valid = inside(g), stored = g < total && byte < span;
+      uint8_t* dst = act + static_cast<size_t>(g < total ? row_of(g) : 0) * act_row + byte;
+      if (!fp8) {
+        if (stored) *reinterpret_cast<uint4*>(dst) = v[u];  // zeros outside the row
+        continue;
       }
-      if (g < total && lane % 16 == 0 && (g & vcs_mask) < groups * 16) {
-        const int row = row_ids ? row_ids[g >> vcs_log2] : g >> vcs_log2;
-        act_scale[row * scale_stride + (g & vcs_mask) / 16] = s;
+      float f[8];
+      decode16<WFormat::Bf16>(v[u], f);
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
+#pragma unroll
+      for (int off = 8; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+      const float s = fp8_group_scale(amax);
+      uint32_t packed[2] = {0u, 0u};
+      if (valid) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          packed[i / 4] |= static_cast<uint32_t>(fp8_code(f[i], s)) << (8 * (i % 4));
       }
+      if (stored) *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);
+      if (stored && lane % 16 == 0) act_scale[row_of(g) * steps + vc / 16] = s;
     }
   }
 }
 
-// acc[r][t] += the dot product of weight rows r (shared memory) with activation rows arow[t], t < n, over
-// chunks [0, chunks): lane l takes chunks l, l + 32, ...; each chunk's E products in a fixed tree, then (fp8)
-// scaled by the chunk's 128-block weight scale sw[r][kb] and activation scale, kb = (E c + phase) / 128.
-template <WFormat F, int kRows, int kTok>
-__device__ __forceinline__ void dot_rows(const uint8_t* const (&rows)[kRows], const float* const (&sw)[kRows],
-                                         int phase, const uint4* act, const float* act_scale,
-                                         int scale_stride, const int (&arow)[kTok], int n, int chunks,
-                                         int iters, float (&acc)[kRows][kTok]) {
-  constexpr bool kFp8 = F == WFormat::Fp8Block;
-  constexpr int E = WeightTraits<F>::kElems, V = E / 8;
-  const int lane = threadIdx.x % 32;
-#pragma unroll 2
-  for (int i = 0; i < iters; ++i) {
-    const int c = 32 * i + lane;
-    if (c >= chunks) break;
-    float w[kRows][E];
+// One K step (kStepBytes) of a 16 x 8 MMA tile: A rows gid and gid + 8 (row_lo, row_hi; null: zeros) at byte
+// a_off of the step, B row gid (null: zeros) at the same step of the staged activations. In a 64-byte span,
+// lane (gid, tig) loads 16 bytes at 16 * tig of each, and the span's two MMAs take them in a permuted K order
+// that A and B share (as the swap-AB stages do), so each dot product is unchanged.
+template <bool kFp8>
+__device__ __forceinline__ void mma_step(float (&d)[4], const uint8_t* row_lo, const uint8_t* row_hi,
+                                         int a_off, int a_bytes, const uint8_t* b_row, int b_off) {
+  const int tig = threadIdx.x % 4;
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) decode16<F>(*reinterpret_cast<const uint4*>(rows[r] + 16 * c), w[r]);
-    const int kb = (E * c + phase) / 128;
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) {
-      if (t >= n) break;
-      float av[E];
-#pragma unroll
-      for (int v = 0; v < V; ++v)
-        decode16<WFormat::Bf16>(act[((arow[t] * iters + i) * V + v) * 32 + lane], av + 8 * v);
-      const float sa = kFp8 ? act_scale[arow[t] * scale_stride + kb] : 1.0f;
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        float p[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          p[q] = w[r][q] * av[q];
-#pragma unroll
-          for (int m = 1; m < E / 4; ++m) p[q] = fmaf(w[r][4 * m + q], av[4 * m + q], p[q]);
-        }
-        const float part = (p[0] + p[1]) + (p[2] + p[3]);
-        acc[r][t] = kFp8 ? fmaf(part, sw[r][kb] * sa, acc[r][t]) : acc[r][t] + part;
-      }
-    }
+  for (int sp = 0; sp < 2; ++sp) {
+    const int ao = a_off + sp * 64 + tig * 16;
+    const bool ok = ao >= 0 && ao < a_bytes;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    const uint4 lo = ok && row_lo ? *reinterpret_cast<const uint4*>(row_lo + ao) : zero;
+    const uint4 hi = ok && row_hi ? *reinterpret_cast<const uint4*>(row_hi + ao) : zero;
+    const uint4 bv = b_row ? *reinterpret_cast<const uint4*>(b_row + b_off + sp * 64 + tig * 16) : zero;
+    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+    const uint32_t b0[2] = {bv.x, bv.y}, b1[2] = {bv.z, bv.w};
+    mma_16x8x32B<kFp8>(d, a0, b0);
+    mma_16x8x32B<kFp8>(d, a1, b1);
   }
 }
 
@@ -385,85 +353,153 @@ __device__ void load_scales(const FusedArgs& a, const Geometry& geo, const Plan&
   }
 }
 
-// Stage 1, item q of the block in slot `data`: warp w computes h column c0 + w of the expert's tokens.
-template <WFormat F, int kTok>
-__device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
-                            const uint8_t* data, const uint4* act, const float* act_scale,
-                            const float* scale1) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, P = a.w.inter, K = a.router.top_k;
-  const int item = sh.lo1 + q, s = item / geo.tiles1, col = (item % geo.tiles1) * kCols + warp;
-  const int begin = plan.begin[s], n = plan.count[s];
-  int arow[kTok];
-#pragma unroll
-  for (int t = 0; t < kTok; ++t) arow[t] = t < n ? plan.sorted[begin + t] / K : 0;
-  const uint8_t* const rows[2] = {data + static_cast<size_t>(warp) * geo.row_bytes1,
-                                  data + static_cast<size_t>(kCols + warp) * geo.row_bytes1};
-  const float* const sw[2] = {scale1 + q * 2 * geo.hb, scale1 + q * 2 * geo.hb + geo.hb};
-  float acc[2][kTok];
-#pragma unroll
-  for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
-  dot_rows<F, 2, kTok>(rows, sw, 0, act, act_scale, geo.hb, arow, n, geo.chunks1, geo.iters1, acc);
-#pragma unroll
-  for (int t = 0; t < kTok; ++t) {
-    if (t >= n) break;
-    const float g = warp_sum(acc[0][t]), u = warp_sum(acc[1][t]);
-    if (lane == 0)
-      a.h[static_cast<size_t>(plan.sorted[begin + t]) * P + col] = f32_to_bf16(gated_activation(a.act, g, u));
-  }
+// The consumer warps' partial 16 x 8 tiles go through shared memory to be added in warp order: red holds two
+// buffers (the item's parity) of [warp][lane][4] floats, so one barrier per item suffices (a warp writes a
+// buffer again only after every warp has passed the barrier of the item in between).
+__device__ __forceinline__ float4* red_slot(float* red, int par, int warp) {
+  return reinterpret_cast<float4*>(red) + (par * kConsumerWarps + warp) * 32 + threadIdx.x % 32;
 }
 
-// Stage 2, item q (counted from the block's first stage-2 item) in slot `data`: warps take two rows of one
-// expert at a time; y of each of the expert's pairs goes to ys[pair][row - n0].
-template <WFormat F, int kTok>
-__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
-                            const uint8_t* data, const uint4* act, const float* act_scale,
-                            const float* scale2, float* ys) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int a0 = q / sh.subranges * geo.experts2, r0 = sh.n0 + q % sh.subranges * geo.item_rows2;
-  const int nr = min(geo.item_rows2, sh.n0 + sh.nrows - r0), xe = min(geo.experts2, plan.num_active - a0);
-  const int pairs_of_rows = (nr + 1) / 2, tasks = xe * pairs_of_rows, rb0 = sh.n0 / 128;
-  for (int task = warp; task < tasks; task += kConsumerWarps) {
-    const int x = task / pairs_of_rows, r = 2 * (task % pairs_of_rows), r2 = min(r + 1, nr - 1);
-    const int s = a0 + x, begin = plan.begin[s], n = plan.count[s];
-    int arow[kTok];
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) arow[t] = t < n ? plan.sorted[begin + t] : 0;
-    const uint8_t* base = data + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2;
-    const uint8_t* const rows[2] = {base + static_cast<size_t>(r) * geo.row_bytes2,
-                                    base + static_cast<size_t>(r2) * geo.row_bytes2};
-    const float* const sw[2] = {scale2 + (s * 2 + (r0 + r) / 128 - rb0) * geo.sb,
-                                scale2 + (s * 2 + (r0 + r2) / 128 - rb0) * geo.sb};
-    float acc[2][kTok];
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) acc[0][t] = acc[1][t] = 0.0f;
-    dot_rows<F, 2, kTok>(rows, sw, F == WFormat::Fp8Block ? a.w.phase : 0, act, act_scale, geo.groups2, arow,
-                         n, geo.chunks2, geo.iters2, acc);
-#pragma unroll
-    for (int t = 0; t < kTok; ++t) {
-      if (t >= n) break;
-      const float y0 = warp_sum(acc[0][t]), y1 = warp_sum(acc[1][t]);
-      if (lane == 0) {
-        const int row = r0 - sh.n0 + r;
-        ys[arow[t] * geo.rows_per_block + row] = y0;
-        if (r + 1 < nr) ys[arow[t] * geo.rows_per_block + row + 1] = y1;
-      }
+// Stage 1, item q of the block in slot `data` (8 gate rows, then the 8 up rows of h columns c0 .. c0 + 7):
+// one 16 x 8 MMA tile, gate rows on the top half and up rows on the bottom, the expert's tokens as columns.
+// The consumer warps split its K steps (warp w: steps w, w + 8, ...) and warp 0 adds their tiles in warp
+// order, so lane (gid, tig) holds gate and up of column c0 + gid for tokens 2 tig and 2 tig + 1.
+template <WFormat F>
+__device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
+                            const uint8_t* data, const uint8_t* act, const float* act_scale,
+                            const float* scale1, float* red, int& par) {
+  constexpr bool kFp8 = F == WFormat::Fp8Block;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  const int P = a.w.inter, K = a.router.top_k;
+  const int item = sh.lo1 + q, s = item / geo.tiles1, c0 = (item % geo.tiles1) * kCols;
+  const int begin = plan.begin[s], n = plan.count[s];
+  const uint8_t* b_row =
+      gid < n ? act + static_cast<size_t>(plan.sorted[begin + gid] / K) * geo.act_row1 : nullptr;
+  const int t0 = 2 * tig, t1 = 2 * tig + 1;
+  const int r0 = t0 < n ? plan.sorted[begin + t0] / K : -1, r1 = t1 < n ? plan.sorted[begin + t1] / K : -1;
+  const float* sw = scale1 + q * 2 * geo.hb;  // the gate rows' H blocks, then the up rows'
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int b = warp; b < geo.steps1; b += kConsumerWarps) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_step<kFp8>(kFp8 ? part : acc, data + static_cast<size_t>(gid) * geo.row_bytes1,
+                   data + static_cast<size_t>(kCols + gid) * geo.row_bytes1, b * kStepBytes, geo.row_bytes1,
+                   b_row, b * kStepBytes);
+    if (kFp8) {
+      const float s0 = r0 >= 0 ? act_scale[r0 * geo.steps1 + b] : 0.0f;
+      const float s1 = r1 >= 0 ? act_scale[r1 * geo.steps1 + b] : 0.0f;
+      acc[0] = fmaf(part[0], sw[b] * s0, acc[0]);
+      acc[1] = fmaf(part[1], sw[b] * s1, acc[1]);
+      acc[2] = fmaf(part[2], sw[geo.hb + b] * s0, acc[2]);
+      acc[3] = fmaf(part[3], sw[geo.hb + b] * s1, acc[3]);
     }
   }
+  *red_slot(red, par, warp) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  const int used = par;
+  par ^= 1;
+  if (warp != 0) return;
+  float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int w = 0; w < kConsumerWarps; ++w) {
+    const float4 v = *red_slot(red, used, w);
+    tot[0] += v.x;
+    tot[1] += v.y;
+    tot[2] += v.z;
+    tot[3] += v.w;
+  }
+  const int col = c0 + gid;
+  if (t0 < n)
+    a.h[static_cast<size_t>(plan.sorted[begin + t0]) * P + col] =
+        f32_to_bf16(gated_activation(a.act, tot[0], tot[2]));
+  if (t1 < n)
+    a.h[static_cast<size_t>(plan.sorted[begin + t1]) * P + col] =
+        f32_to_bf16(gated_activation(a.act, tot[1], tot[3]));
 }
 
-template <WFormat F, int kTok>
+// Stage 2, item q (counted from the block's first stage-2 item) in slot `data`: 16-row MMA tiles of each of
+// its experts' rows, the expert's pairs as columns. The consumer warps take the tiles in rounds, `per` warps
+// a tile splitting its K steps; the first of them adds the tile's parts in warp order into ys[pair][row -
+// n0].
+template <WFormat F>
+__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
+                            const uint8_t* data, const uint8_t* act, const float* act_scale,
+                            const float* scale2, float* ys, float* red, int& par) {
+  constexpr bool kFp8 = F == WFormat::Fp8Block;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  const int a0 = q / sh.subranges * geo.experts2, r0 = sh.n0 + q % sh.subranges * geo.item_rows2;
+  const int nr = min(geo.item_rows2, sh.n0 + sh.nrows - r0), xe = min(geo.experts2, plan.num_active - a0);
+  const int per_expert = (nr + 15) / 16, tiles = xe * per_expert;
+  const int per = kConsumerWarps / min(tiles, kConsumerWarps), concurrent = kConsumerWarps / per;
+  const int rb0 = sh.n0 / 128, phase_bytes = kFp8 ? a.w.phase : 0;
+  for (int first = 0; first < tiles; first += concurrent) {
+    const int tile = first + warp / per, kp = warp % per;
+    const bool live = warp / per < concurrent && tile < tiles;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int s = 0, begin = 0, n = 0, row_a = 0;
+    if (live) {
+      const int x = tile / per_expert;
+      s = a0 + x;
+      begin = plan.begin[s];
+      n = plan.count[s];
+      row_a = tile % per_expert * 16 + gid;
+      const uint8_t* base = data + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2;
+      const uint8_t* lo = row_a < nr ? base + static_cast<size_t>(row_a) * geo.row_bytes2 : nullptr;
+      const uint8_t* hi = row_a + 8 < nr ? base + static_cast<size_t>(row_a + 8) * geo.row_bytes2 : nullptr;
+      const uint8_t* b_row =
+          gid < n ? act + static_cast<size_t>(plan.sorted[begin + gid]) * geo.act_row2 : nullptr;
+      const int p0 = 2 * tig < n ? plan.sorted[begin + 2 * tig] : -1;
+      const int p1 = 2 * tig + 1 < n ? plan.sorted[begin + 2 * tig + 1] : -1;
+      const float* sw_lo = scale2 + (s * 2 + (r0 + row_a) / 128 - rb0) * geo.sb;
+      const float* sw_hi = scale2 + (s * 2 + min(r0 + row_a + 8, r0 + nr - 1) / 128 - rb0) * geo.sb;
+      for (int b = kp; b < geo.steps2; b += per) {
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        mma_step<kFp8>(kFp8 ? part : acc, lo, hi, b * kStepBytes - phase_bytes, geo.row_bytes2, b_row,
+                       b * kStepBytes);
+        if (kFp8) {
+          const float s0 = p0 >= 0 ? act_scale[p0 * geo.steps2 + b] : 0.0f;
+          const float s1 = p1 >= 0 ? act_scale[p1 * geo.steps2 + b] : 0.0f;
+          acc[0] = fmaf(part[0], sw_lo[b] * s0, acc[0]);
+          acc[1] = fmaf(part[1], sw_lo[b] * s1, acc[1]);
+          acc[2] = fmaf(part[2], sw_hi[b] * s0, acc[2]);
+          acc[3] = fmaf(part[3], sw_hi[b] * s1, acc[3]);
+        }
+      }
+    }
+    *red_slot(red, par, warp) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    named_barrier_sync(kConsumerBarrier, kConsumers);
+    if (live && kp == 0) {
+      float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int w = warp; w < warp + per; ++w) {
+        const float4 v = *red_slot(red, par, w);
+        tot[0] += v.x;
+        tot[1] += v.y;
+        tot[2] += v.z;
+        tot[3] += v.w;
+      }
+      const int out_row = r0 - sh.n0 + row_a;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int t = 2 * tig + (c & 1), row = row_a + 8 * (c >> 1);
+        if (t < n && row < nr)
+          ys[plan.sorted[begin + t] * geo.rows_per_block + out_row + 8 * (c >> 1)] = tot[c];
+      }
+    }
+    par ^= 1;
+  }
+}
+
+template <WFormat F>
 __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometry geo) {
   constexpr bool kFp8 = F == WFormat::Fp8Block;
-  constexpr int V = WeightTraits<F>::kElems / 8;
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + kMaxSlots;
   Plan& plan = *reinterpret_cast<Plan*>(smem + geo.off_plan);
-  uint4* act = reinterpret_cast<uint4*>(smem + geo.off_act);
+  uint8_t* act = smem + geo.off_act;
   float* act_scale = reinterpret_cast<float*>(smem + geo.off_act_scale);
   float* scale1 = reinterpret_cast<float*>(smem + geo.off_scale1);
   float* scale2 = reinterpret_cast<float*>(smem + geo.off_scale2);
   float* ys = reinterpret_cast<float*>(smem + geo.off_ys);
+  float* red = reinterpret_cast<float*>(smem + geo.off_red);
   uint8_t* ring = smem + geo.off_ring;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int M = a.M, K = a.router.top_k, H = a.w.hidden, P = a.w.inter;
@@ -486,7 +522,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
     route_token(a.router, a.logits + static_cast<size_t>(warp) * a.router.num_experts, plan.ids + warp * K,
                 plan.weights + warp * K);
   } else if (warp < kConsumerWarps) {
-    stage_rows(a.x, nullptr, M, H, 0, kFp8, V, act, act_scale, geo.hb, geo.iters1, threadIdx.x - M * 32,
+    stage_rows(a.x, nullptr, M, H, 0, kFp8, act, geo.act_row1, act_scale, geo.steps1, threadIdx.x - M * 32,
                (kConsumerWarps - M) * 32);
   }
   __syncthreads();
@@ -511,13 +547,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   if (kFp8) load_scales(a, geo, plan, sh, scale1, scale2);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kScalesLoaded);
+  int par = 0;  // the partial-tile buffer of the next item (red_slot)
 
   for (int q = 0; q < sh.n1; ++q) {
     const int slot = q % geo.slots;
     mbar_wait(&full[slot], (q / geo.slots) & 1);
     if (q == 0) stamp(a, kFirstItem);
-    stage1_item<F, kTok>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act,
-                         act_scale, scale1);
+    stage1_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
+                   scale1, red, par);
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[slot]);
   }
@@ -528,16 +565,16 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   stamp(a, kBarrierDone);
 
   // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
-  stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, V, act, act_scale, geo.groups2,
-             geo.iters2, threadIdx.x, kConsumers);
+  stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
+             geo.steps2, threadIdx.x, kConsumers);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kHStaged);
   for (int q = 0; q < sh.n2; ++q) {
     const int qq = sh.n1 + q, slot = qq % geo.slots;
     mbar_wait(&full[slot], (qq / geo.slots) & 1);
     if (q == 0) stamp(a, kStage2First);
-    stage2_item<F, kTok>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act,
-                         act_scale, scale2, ys);
+    stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
+                   scale2, ys, red, par);
     __syncwarp();
     if (lane == 0) mbar_arrive(&empty[slot]);
   }
@@ -567,13 +604,13 @@ int align128(long v) {
 Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   Geometry g{};
   const bool fp8 = w.format == WFormat::Fp8Block;
-  const int esz = fp8 ? 1 : 2, V = fp8 ? 2 : 1, K = r.top_k, G = sm_count();
+  const int esz = fp8 ? 1 : 2, K = r.top_k, G = sm_count(), phase = fp8 ? w.phase : 0;
   g.row_bytes1 = w.hidden * esz;
   g.row_bytes2 = w.inter * esz;
-  g.chunks1 = g.row_bytes1 / 16;
-  g.chunks2 = g.row_bytes2 / 16;
-  g.iters1 = (g.chunks1 + 31) / 32;
-  g.iters2 = (g.chunks2 + 31) / 32;
+  g.steps1 = (g.row_bytes1 + kStepBytes - 1) / kStepBytes;
+  g.steps2 = ((w.inter + phase) * esz + kStepBytes - 1) / kStepBytes;
+  g.act_row1 = g.steps1 * kStepBytes + kRowPad;
+  g.act_row2 = g.steps2 * kStepBytes + kRowPad;
   g.tiles1 = w.inter / kCols;
   g.rows_per_block = (w.hidden + G - 1) / G;
   g.slot_bytes = 2 * kCols * g.row_bytes1;
@@ -581,20 +618,18 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   g.experts2 = std::max(1, g.slot_bytes / (g.item_rows2 * g.row_bytes2));
   g.hb = w.hidden / 128;
   g.sb = fp8 ? w.scale_blocks : 0;
-  const int phase = fp8 ? w.phase : 0;
-  g.groups2 = (w.inter + phase + 127) / 128;
   g.max_active = std::min(w.num_experts, M * K);
   g.max_items1 = static_cast<int>((static_cast<long>(g.max_active) * g.tiles1 + G - 1) / G) + 1;
-  const long act_bytes =
-      std::max(static_cast<long>(M) * g.iters1, static_cast<long>(M) * K * g.iters2) * 32 * V * 16;
-  const long act_scales = std::max(static_cast<long>(M) * g.hb, static_cast<long>(M) * K * g.groups2);
+  const long act_bytes = std::max(static_cast<long>(M) * g.act_row1, static_cast<long>(M) * K * g.act_row2);
+  const long act_scales = std::max(static_cast<long>(M) * g.steps1, static_cast<long>(M) * K * g.steps2);
   g.off_plan = align128(2L * kMaxSlots * 8);
   g.off_act = align128(g.off_plan + static_cast<long>(sizeof(Plan)));
   g.off_act_scale = align128(g.off_act + act_bytes);
   g.off_scale1 = align128(g.off_act_scale + act_scales * 4);
   g.off_scale2 = align128(g.off_scale1 + (fp8 ? static_cast<long>(g.max_items1) * 2 * g.hb * 4 : 0));
   g.off_ys = align128(g.off_scale2 + (fp8 ? static_cast<long>(g.max_active) * 2 * g.sb * 4 : 0));
-  g.off_ring = align128(g.off_ys + static_cast<long>(M) * K * g.rows_per_block * 4);
+  g.off_red = align128(g.off_ys + static_cast<long>(M) * K * g.rows_per_block * 4);
+  g.off_ring = align128(g.off_red + 2L * kConsumerWarps * 32 * 16);
   g.slots = static_cast<int>(
       std::min<long>(kMaxSlots, std::max<long>(0, smem_budget() - g.off_ring) / g.slot_bytes));
   g.smem = g.off_ring + g.slots * g.slot_bytes;
@@ -606,9 +641,9 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   return g;
 }
 
-template <WFormat F, int kTok>
+template <WFormat F>
 void launch_with(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
-  auto kernel = fused_kernel<F, kTok>;
+  auto kernel = fused_kernel<F>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, geo.smem));
   // The grid barrier needs every block resident at once: one per SM.
   int resident = 0;
@@ -616,16 +651,6 @@ void launch_with(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
   require(resident >= 1, "launch_fused: a block does not fit on an SM");
   launch_overlapped(kernel, dim3(static_cast<unsigned>(sm_count())), dim3(kThreads),
                     static_cast<size_t>(geo.smem), stream, a, geo);
-}
-
-template <WFormat F>
-void launch_format(const FusedArgs& a, const Geometry& geo, cudaStream_t stream) {
-  if (a.M <= 1)
-    launch_with<F, 1>(a, geo, stream);
-  else if (a.M <= 2)
-    launch_with<F, 2>(a, geo, stream);
-  else
-    launch_with<F, 4>(a, geo, stream);
 }
 
 }  // namespace
@@ -641,17 +666,16 @@ bool fused_supported(const ExpertWeightsDev& w, const RouterParams& r, AQuant q,
   // 8-column items and 16-byte chunks (the plan pads it to 64).
   if (w.hidden % 512 != 0 || w.inter % 64 != 0 || w.inter <= 0) return false;
   if (w.format == WFormat::Fp8Block && w.phase % 16 != 0) return false;
-  const Geometry g = geometry(w, r, M);
-  return g.iters1 <= kMaxIters && g.iters2 <= kMaxIters && g.slots >= 2;
+  return geometry(w, r, M).slots >= 2;
 }
 
 void launch_fused(const FusedArgs& a, cudaStream_t stream) {
   const Geometry geo = geometry(a.w, a.router, a.M);
   require(geo.slots >= 2, "launch_fused: the call does not fit in shared memory");
   if (a.w.format == WFormat::Bf16)
-    launch_format<WFormat::Bf16>(a, geo, stream);
+    launch_with<WFormat::Bf16>(a, geo, stream);
   else
-    launch_format<WFormat::Fp8Block>(a, geo, stream);
+    launch_with<WFormat::Fp8Block>(a, geo, stream);
 }
 
 void forbid_fused_decode() {

@@ -3,18 +3,17 @@
 // every block routes the call's tokens itself (the same warp routing as route.cu) and quantises x, then
 //  - stage 1: the block's share of (active expert, 8 h columns) items; a producer warp streams each item's
 //    gate and up rows into a shared-memory ring with 1-D bulk copies, all of them as soon as the routing is
-//    known, and eight consumer warps multiply them on CUDA cores and write h;
+//    known, and eight consumer warps multiply them on the tensor cores and write h;
 //  - one grid barrier (every block is resident: one per SM, checked at launch);
 //  - stage 2: the block owns a contiguous range of output rows; the producer has already streamed those rows
 //    of every active expert's w2 into the ring while stage 1 ran; the consumers quantise h, multiply, and
 //    combine the slots of each token in slot order in shared memory, so the block writes its rows of out
 //    directly: no y workspace, no combine kernel, no atomics on data.
 //
-// Bits: each dot product is one warp, lane l taking the 16-byte chunks l, l + 32, ... of a row; each chunk's
-// products of quantised codes (fp8: e4m3 weight x e4m3 activation code; bf16: the values) are summed in a
-// fixed tree, scaled by the chunk's 128-block weight and activation scales, and accumulated per lane; the
-// lanes are added by a fixed shuffle tree. A token's output depends only on that token: batch invariant at
-// every M this path takes, and the same on every run. It differs in the last bits from the other paths.
+// Bits: the dot products run on the tensor cores (mma.sync, 16 weight rows x 8 token columns), each K step of
+// 128 bytes one MMA sum scaled by its fp8 weight and activation block scales, the warps' K steps added in
+// warp order through shared memory. A column's sum depends only on that token: batch invariant at every M
+// this path takes, and the same on every run. It differs in the last bits from the other paths.
 //
 // The grid barrier's arrival count is synchronisation state, not data: zero when the workspace is made, and
 // every call leaves it at zero (the last block to arrive resets it before releasing the others). Two of these
@@ -47,8 +46,8 @@ struct FusedArgs {
 };
 
 // Whether the one-launch path can take this call: bf16 (no activation quantisation) or fp8_block (fp8 1x128)
-// weights without biases or a shared expert, a router of at most 256 experts, H a multiple of 512, rows the ring and a lane's registers can
-// hold, M <= kFusedMaxTokens, and no forbid_fused_decode().
+// weights without biases or a shared expert, a router of at most 256 experts, H a multiple of 512, rows the
+// ring and a lane's registers can hold, M <= kFusedMaxTokens, and no forbid_fused_decode().
 bool fused_supported(const ExpertWeightsDev& w, const RouterParams& r, AQuant q, int M, bool has_shared);
 void launch_fused(const FusedArgs& a, cudaStream_t stream);
 // For a process that may run two of these kernels at once on one GPU (several tensor-parallel ranks sharing
