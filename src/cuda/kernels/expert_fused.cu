@@ -69,6 +69,9 @@ enum TimelineEvent {
   kBarrierDone,
   kHStaged,
   kStage2First,
+  kStage2Second,  // the next items of stage 2 ready (their slots' data landed)
+  kStage2Third,
+  kStage2Last,
   kStage2Done,
   kEnd,
   kEvents
@@ -572,7 +575,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   for (int q = 0; q < sh.n2; ++q) {
     const int qq = sh.n1 + q, slot = qq % geo.slots;
     mbar_wait(&full[slot], (qq / geo.slots) & 1);
-    if (q == 0) stamp(a, kStage2First);
+    if (q < 3) stamp(a, static_cast<TimelineEvent>(kStage2First + q));
+    if (q == sh.n2 - 1) stamp(a, kStage2Last);
     stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
                    scale2, ys, red, par);
     __syncwarp();
@@ -708,9 +712,9 @@ void fused_timeline_report() {
   unsigned long long t0 = ~0ull;
   for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
   static const char* names[kEvents] = {
-      "start",        "waited",       "routed, x staged", "planned",  "scales loaded",
-      "first item",   "stage 1 done", "barrier passed",   "h staged", "stage 2 first item",
-      "stage 2 done", "end"};
+      "start",        "waited",       "routed, x staged", "planned",      "scales loaded",
+      "first item",   "stage 1 done", "barrier passed",   "h staged",     "stage 2 item 1 ready",
+      "item 2 ready", "item 3 ready", "last item ready",  "stage 2 done", "end"};
   std::printf(
       "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
       "blocks)\n",
