@@ -69,7 +69,9 @@ enum TimelineEvent {
   kBarrierDone,
   kHStaged,
   kStage2First,
-  kStage2Second,  // the next items of stage 2 ready (their slots' data landed)
+  kStage2Computed,  // warp 0 through its MMAs of stage 2's first item (first round)
+  kStage2Reduced,   // and through that round's barrier
+  kStage2Second,    // the next items of stage 2 ready (their slots' data landed)
   kStage2Third,
   kStage2Last,
   kStage2Done,
@@ -467,8 +469,10 @@ __device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan&
         }
       }
     }
+    if (q == 0 && first == 0) stamp(a, kStage2Computed);
     *red_slot(red, par, warp) = make_float4(acc[0], acc[1], acc[2], acc[3]);
     named_barrier_sync(kConsumerBarrier, kConsumers);
+    if (q == 0 && first == 0) stamp(a, kStage2Reduced);
     if (live && kp == 0) {
       float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       for (int w = warp; w < warp + per; ++w) {
@@ -575,7 +579,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   for (int q = 0; q < sh.n2; ++q) {
     const int qq = sh.n1 + q, slot = qq % geo.slots;
     mbar_wait(&full[slot], (qq / geo.slots) & 1);
-    if (q < 3) stamp(a, static_cast<TimelineEvent>(kStage2First + q));
+    if (q == 0) stamp(a, kStage2First);
+    if (q == 1) stamp(a, kStage2Second);
+    if (q == 2) stamp(a, kStage2Third);
     if (q == sh.n2 - 1) stamp(a, kStage2Last);
     stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
                    scale2, ys, red, par);
@@ -711,10 +717,23 @@ void fused_timeline_report() {
   MOE_CUDA_CHECK(cudaMemcpy(t.data(), buffer, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
   unsigned long long t0 = ~0ull;
   for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
-  static const char* names[kEvents] = {
-      "start",        "waited",       "routed, x staged", "planned",      "scales loaded",
-      "first item",   "stage 1 done", "barrier passed",   "h staged",     "stage 2 item 1 ready",
-      "item 2 ready", "item 3 ready", "last item ready",  "stage 2 done", "end"};
+  static const char* names[kEvents] = {"start",
+                                       "waited",
+                                       "routed, x staged",
+                                       "planned",
+                                       "scales loaded",
+                                       "first item",
+                                       "stage 1 done",
+                                       "barrier passed",
+                                       "h staged",
+                                       "stage 2 item 1 ready",
+                                       "item 1 MMAs done",
+                                       "item 1 barrier",
+                                       "item 2 ready",
+                                       "item 3 ready",
+                                       "last item ready",
+                                       "stage 2 done",
+                                       "end"};
   std::printf(
       "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
       "blocks)\n",
