@@ -12,11 +12,11 @@
 // while stage 1 is still running. Consumers free a slot once per warp (an mbarrier of 8 arrivals).
 #include "cuda/kernels/expert_fused.h"
 
+#include "cuda/kernels/expert_fused_timeline.h"
+
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 #include "core/codecs.h"
 #include "core/error.h"
@@ -58,27 +58,6 @@ int smem_budget() {
   return budget;
 }
 
-enum TimelineEvent {
-  kStart,
-  kWaited,
-  kRouted,
-  kPlanned,
-  kScalesLoaded,
-  kFirstItem,
-  kStage1Done,
-  kBarrierDone,
-  kHStaged,
-  kStage2First,
-  kStage2Computed,  // warp 0 through its MMAs of stage 2's first item (first round)
-  kStage2Reduced,   // and through that round's barrier
-  kStage2Second,    // the next items of stage 2 ready (their slots' data landed)
-  kStage2Third,
-  kStage2Last,
-  kStage2Done,
-  kEnd,
-  kEvents
-};
-
 // The call's routing, grouped, in shared memory (the same in every block).
 struct Plan {
   int ids[kMaxPairs];  // pair p = t * K + k: the local expert, or -1 (another rank's expert)
@@ -100,7 +79,7 @@ struct Geometry {
   int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
+  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out (MOE_FUSED_L2_PREFETCH=1)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -643,9 +622,11 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   g.slots = static_cast<int>(
       std::min<long>(kMaxSlots, std::max<long>(0, smem_budget() - g.off_ring) / g.slot_bytes));
   g.smem = g.off_ring + g.slots * g.slot_bytes;
+  // A measuring knob, off by default: on the H200 the prefetch was flat for fp8 and 3.7 us slower for bf16 at
+  // one token (bench/results/2026-12-04-h200-fused-mma-stage2-items.txt).
   static const bool prefetch = [] {
-    const char* v = std::getenv("MOE_FUSED_L2_PREFETCH");  // a measuring knob: 0 turns it off
-    return !v || std::atoi(v) != 0;
+    const char* v = std::getenv("MOE_FUSED_L2_PREFETCH");
+    return v && std::atoi(v) != 0;
   }();
   g.prefetch2 = prefetch ? 1 : 0;
   return g;
@@ -690,64 +671,6 @@ void launch_fused(const FusedArgs& a, cudaStream_t stream) {
 
 void forbid_fused_decode() {
   g_forbidden.store(true);
-}
-
-unsigned long long* fused_timeline_buffer() {
-  static unsigned long long* buffer = [] {
-    unsigned long long* p = nullptr;
-    if (std::getenv("MOE_FUSED_TIMELINE")) {
-      const size_t bytes = static_cast<size_t>(sm_count()) * kEvents * sizeof(unsigned long long);
-      MOE_CUDA_CHECK(cudaMalloc(&p, bytes));
-      MOE_CUDA_CHECK(cudaMemset(p, 0, bytes));
-    }
-    return p;
-  }();
-  return buffer;
-}
-
-void fused_timeline_report() {
-  unsigned long long* buffer = fused_timeline_buffer();
-  if (!buffer) {
-    std::printf("fused timeline: set MOE_FUSED_TIMELINE=1\n");
-    return;
-  }
-  const int G = sm_count();
-  std::vector<unsigned long long> t(static_cast<size_t>(G) * kEvents);
-  MOE_CUDA_CHECK(cudaDeviceSynchronize());
-  MOE_CUDA_CHECK(cudaMemcpy(t.data(), buffer, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
-  unsigned long long t0 = ~0ull;
-  for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
-  static const char* names[kEvents] = {"start",
-                                       "waited",
-                                       "routed, x staged",
-                                       "planned",
-                                       "scales loaded",
-                                       "first item",
-                                       "stage 1 done",
-                                       "barrier passed",
-                                       "h staged",
-                                       "stage 2 item 1 ready",
-                                       "item 1 MMAs done",
-                                       "item 1 barrier",
-                                       "item 2 ready",
-                                       "item 3 ready",
-                                       "last item ready",
-                                       "stage 2 done",
-                                       "end"};
-  std::printf(
-      "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
-      "blocks)\n",
-      G);
-  for (int ev = 0; ev < kEvents; ++ev) {
-    std::vector<double> v;
-    for (int b = 0; b < G; ++b) {
-      const unsigned long long x = t[static_cast<size_t>(b) * kEvents + ev];
-      if (x >= t0) v.push_back(static_cast<double>(x - t0) / 1e3);
-    }
-    if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
-    std::printf("  %-15s %7.2f %7.2f %7.2f\n", names[ev], v.front(), v[v.size() / 2], v.back());
-  }
 }
 
 }  // namespace moe::cuda
