@@ -79,7 +79,8 @@ struct Geometry {
   int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out (MOE_FUSED_L2_PREFETCH=1)
+  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
+                  // (MOE_FUSED_L2_PREFETCH=1)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -344,6 +345,18 @@ __device__ __forceinline__ float4* red_slot(float* red, int par, int warp) {
   return reinterpret_cast<float4*>(red) + (par * kConsumerWarps + warp) * 32 + threadIdx.x % 32;
 }
 
+// This lane's tile parts of warps [w0, w0 + n) added in warp order.
+__device__ __forceinline__ void sum_parts(float* red, int par, int w0, int n, float (&tot)[4]) {
+  tot[0] = tot[1] = tot[2] = tot[3] = 0.0f;
+  for (int w = w0; w < w0 + n; ++w) {
+    const float4 v = *red_slot(red, par, w);
+    tot[0] += v.x;
+    tot[1] += v.y;
+    tot[2] += v.z;
+    tot[3] += v.w;
+  }
+}
+
 // Stage 1, item q of the block in slot `data` (8 gate rows, then the 8 up rows of h columns c0 .. c0 + 7):
 // one 16 x 8 MMA tile, gate rows on the top half and up rows on the bottom, the expert's tokens as columns.
 // The consumer warps split its K steps (warp w: steps w, w + 8, ...) and warp 0 adds their tiles in warp
@@ -382,14 +395,8 @@ __device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan&
   const int used = par;
   par ^= 1;
   if (warp != 0) return;
-  float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int w = 0; w < kConsumerWarps; ++w) {
-    const float4 v = *red_slot(red, used, w);
-    tot[0] += v.x;
-    tot[1] += v.y;
-    tot[2] += v.z;
-    tot[3] += v.w;
-  }
+  float tot[4];
+  sum_parts(red, used, 0, kConsumerWarps, tot);
   const int col = c0 + gid;
   if (t0 < n)
     a.h[static_cast<size_t>(plan.sorted[begin + t0]) * P + col] =
@@ -453,14 +460,8 @@ __device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan&
     named_barrier_sync(kConsumerBarrier, kConsumers);
     if (q == 0 && first == 0) stamp(a, kStage2Reduced);
     if (live && kp == 0) {
-      float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int w = warp; w < warp + per; ++w) {
-        const float4 v = *red_slot(red, par, w);
-        tot[0] += v.x;
-        tot[1] += v.y;
-        tot[2] += v.z;
-        tot[3] += v.w;
-      }
+      float tot[4];
+      sum_parts(red, par, warp, per, tot);
       const int out_row = r0 - sh.n0 + row_a;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
