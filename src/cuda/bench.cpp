@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/moe_layer.h"
 #include "cuda/random_fill.h"
 #include "cuda/read_bandwidth.h"
@@ -197,6 +198,7 @@ int run_moe_bench(const BenchOptions& o) {
     js << "]}\n";
   }
   if (std::getenv("MOE_FUSED_TIMELINE")) fused_timeline_report();
+  swap_ab_timeline_report();
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "core/env_flag.h"
 #include "core/error.h"
@@ -265,6 +266,22 @@ bool fused_by_default() {
 }
 
 namespace {
+int self_route_setting = -1;  // -1: from the environment
+}  // namespace
+
+bool swap_ab_self_route() {
+  if (self_route_setting < 0) {
+    const char* v = std::getenv("MOE_SWAP_AB_SELF_ROUTE");
+    self_route_setting = v && std::string(v) == "0" ? 0 : 1;
+  }
+  return self_route_setting == 1;
+}
+
+void set_swap_ab_self_route(bool on) {
+  self_route_setting = on ? 1 : 0;
+}
+
+namespace {
 
 MoePartMarker part_marker = nullptr;
 void* part_marker_context = nullptr;
@@ -379,9 +396,11 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };
 
-// Stages 1 and 2 of one projection (routed or shared) on the chosen path.
+// Stages 1 and 2 of one projection (routed or shared) on the chosen path. route and align are set when the
+// swap-AB stage 1 routes the call itself (no prologue ran).
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       StagePath path, cudaStream_t stream) {
+                       StagePath path, cudaStream_t stream, const RouteArgs* route = nullptr,
+                       const AlignArgs* align = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -395,6 +414,10 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.x_codes = g.act.quant == AQuant::Fp8 ? ws.mma_x_codes.as<uint8_t>() : nullptr;
     in.x_scales = ws.mma_x_scales.as<float>();
     in.max_pairs_per_expert = busiest_expert_pairs(M, g.g.pair_div, g.w.num_experts, shared);
+    in.route = route;
+    in.align = align;
+    in.tokens = M;
+    in.topk_ids = shared ? nullptr : ws.topk_ids.as<int>();
     launch_swap_ab_stage1(g, in, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_swap_ab_stage2(g, in, stream);
@@ -567,16 +590,23 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;
   }
-  if (prologue_fits_one_block(M, K)) {
+  // A few tokens on the bf16 swap-AB stages without a shared expert: stage 1 routes and groups them itself
+  // (one launch fewer; the prologue's routing and grouping arithmetic, so the same bits).
+  const bool self_routed = stages == StagePath::SwapAb && !shared && swap_ab_self_route() &&
+                           swap_ab_routes_itself(g.w, M, K, layer.router_experts());
+  if (self_routed) {
+    // no prologue
+  } else if (prologue_fits_one_block(M, K)) {
     launch_prologue_small(ra, aa, M, stream);
     MOE_CUDA_CHECK_LAUNCH();
+    mark_part("moe prologue", stream);
   } else {
     launch_route(ra, M, stream);
     MOE_CUDA_CHECK_LAUNCH();
     launch_align(aa, stream);
     MOE_CUDA_CHECK_LAUNCH();
+    mark_part("moe prologue", stream);
   }
-  mark_part("moe prologue", stream);
   if (decode) {
     launch_decode(d, M, stream);
     mark_part("moe decode stages", stream);
@@ -594,7 +624,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     return;
   }
 
-  run_expert_stages(g, ws, false, x, M, stages, stream);
+  run_expert_stages(g, ws, false, x, M, stages, stream, self_routed ? &ra : nullptr,
+                    self_routed ? &aa : nullptr);
 
   if (shared) {
     run_expert_stages(s, ws, true, x, M, stages, stream);

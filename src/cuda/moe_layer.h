@@ -97,6 +97,10 @@ bool decode_by_default();
 // Whether Auto takes the one-launch fused kernel (expert_fused.h) for M <= kFusedMaxTokens where it applies:
 // MOE_FUSED=1 in the environment (read once).
 bool fused_by_default();
+// Whether the swap-AB stage 1 routes calls of a few tokens itself (no prologue launch) where it can: on
+// unless MOE_SWAP_AB_SELF_ROUTE=0 (read once); set_swap_ab_self_route overrides it (tests compare both ways).
+bool swap_ab_self_route();
+void set_swap_ab_self_route(bool on);
 // Whether Auto runs calls of M <= kDecodeMaxTokens as the GEMV's stage 1 and then the decode path's stage 2
 // with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
 // (read once); off by default, measured slower than the GEMV path on the H200.

@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -155,6 +156,49 @@ TEST_P(ForcedPathGpu, TensorParallelShardMatchesGemv) {
         EXPECT_EQ(0, std::memcmp(got.data(), gemv.data(), got.size() * 4)) << "M=" << M;
       }
     }
+  }
+}
+
+// A few tokens on the swap-AB stages without a shared expert: stage 1 stages the call by token, and for bf16
+// routes and groups the call itself (no prologue launch). Routing and grouping are the prologue's arithmetic
+// and each MMA column its own dot product, so every output has the bits of the prologue path (and, past 8
+// tokens, of the pair-order staging: token 0 at M=1 against M=17), on one rank and on expert-parallel ranks
+// (where some picks belong to another rank, and a rank may serve none of a token's picks); both match the
+// reference.
+TEST_P(ForcedPathGpu, SwapAbSelfRoutedEqualsPrologue) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const auto [f, path] = GetParam();
+  if (path != cuda::GemmPath::SwapAb) GTEST_SKIP() << "swap-AB only";
+  constexpr int kM = 8;
+  const GpuCase g = make_case(f, kM, 64, 1024, 720, 6, 0);
+  const double tol = default_tolerance(g.c.config);
+  std::vector<float> ref(static_cast<size_t>(kM) * 1024);
+  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  for (const int ep : {1, 4}) {
+    layout::Parallelism par;
+    par.ep_size = ep;
+    par.ep_rank = ep - 1;
+    const cuda::DeviceMoeLayer layer = upload_rank(g, par);
+    cuda::MoeWorkspace ws(layer, kM);
+    EXPECT_EQ(cuda::swap_ab_routes_itself(layer.experts().view, kM, 6, 64), f == WeightFormat::Bf16);
+    for (int M = 1; M <= kM; ++M) {
+      cuda::set_swap_ab_self_route(false);
+      const std::vector<float> prologue = run(layer, ws, g, M, cuda::GemmPath::SwapAb);
+      cuda::set_swap_ab_self_route(true);
+      const std::vector<float> self = run(layer, ws, g, M, cuda::GemmPath::SwapAb);
+      const bool same = std::memcmp(self.data(), prologue.data(), self.size() * 4) == 0;
+      std::printf("[swap_ab %s] EP %d M=%d self-routed vs prologue: %s\n",
+                  std::string(format_name(f)).c_str(), ep, M, same ? "identical bits" : "DIFFERENT");
+      EXPECT_EQ(non_finite(self), 0) << "EP " << ep << " M=" << M;
+      EXPECT_TRUE(same) << "EP " << ep << " M=" << M;
+      if (ep == 1) {
+        const Comparison cmp = compare(self.data(), ref.data(), static_cast<int64_t>(self.size()));
+        EXPECT_TRUE(cmp.passed(tol)) << "M=" << M << " " << verdict_line(cmp, tol);
+      }
+    }
+    const std::vector<float> a = run(layer, ws, g, kM, cuda::GemmPath::SwapAb);
+    const std::vector<float> b = run(layer, ws, g, kM, cuda::GemmPath::SwapAb);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "EP " << ep << ": two runs differ";
   }
 }
 

@@ -24,9 +24,11 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
+#include "cuda/kernels/block_route.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
+#include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
@@ -42,6 +44,8 @@ constexpr int kStepBytes = 128;  // one K step: an fp8 scale block, or 64 bf16 v
 // 64 bytes each) fall in distinct banks.
 constexpr int kRowPad = 64;
 constexpr size_t kMaxSmem = 200 * 1024;  // of the 227 KB a block may have
+// Stage 1 of calls of up to this many tokens stages them by token (one 8-column pass).
+constexpr int kByTokenMax = 8;
 
 // Rows of one row group's part of a row tile: 16 h columns (stage 1: their gate and up rows) or 32 output
 // rows (stage 2); a row tile is this times the row groups (kWarps / K groups). Kernel and launcher share it.
@@ -73,7 +77,34 @@ struct SwapAbArgs {
   float* y;                // stage 2 output [pairs, H]
   Geometry geo;
   int tiles_per_block;
+  // Stage 1 of a decode call (by_token: at most 8 tokens, one 8-column pass) stages the call's tokens as its
+  // rows in token order and finds each token's pair with the block's expert from the top-K ids.
+  bool by_token;
+  int tokens;
+  const int* topk_ids;  // [tokens, K], from the prologue
+  // A by-token stage 1 routes the call itself when route_logits is set (block_route.cuh; bf16 only): no
+  // prologue runs before it.
+  const float* route_logits;  // [tokens, router E]
+  RouterParams router;
+  RouteOutputs route_out;
+  unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
 };
+
+// Compiled in only by a measuring build (scripts/build-measuring MOE_SWAP_AB_TIMELINE): the checks and
+// stamps took registers that the fp8 kernels' K loop then spilled.
+__device__ __forceinline__ void stamp([[maybe_unused]] const SwapAbArgs& a, [[maybe_unused]] SwapAbEvent ev,
+                                      [[maybe_unused]] int thread = 0) {
+#ifdef MOE_SWAP_AB_TIMELINE
+  if (a.timeline && static_cast<int>(threadIdx.x) == thread) {
+    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (block < kSwTimelineBlocks) {
+      unsigned long long t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      a.timeline[block * kSwEvents + ev] = t;
+    }
+  }
+#endif
+}
 
 // One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
 template <bool kFp8>
@@ -85,12 +116,25 @@ struct Step {
 // The token rows of a pass into shared memory: [tokens][row_bytes] bytes, element k of K at byte
 // (k + phase) * esz; bytes outside the K range and rows past the pass's nt tokens are zero. fp8 also writes
 // the rows' scales [tokens][steps]: stage 1 copies the prologue's codes and scales, stage 2 quantises h.
-template <bool kFp8, int kStage, int kTokens>
-__device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale, int p0, int nt) {
+// `sorted`: the call's pairs grouped by expert (rows sorted[p0], sorted[p0 + 1], ...); kByToken: the rows are
+// tokens p0, p0 + 1, ... (a by-token stage 1), and only warps from first_warp on take part (a self-routed
+// stage 1's first warps are routing meanwhile). fp8 rows from bf16 (stage 2's h, a self-routed stage 1's x)
+// are quantised here. kByToken is a template parameter so that the pair-order staging compiles to the code it
+// had (the fp8 kernels' registers are at their limit).
+template <bool kFp8, int kStage, int kTokens, bool kByToken = false>
+__device__ void stage_tokens(const SwapAbArgs& a, const int* sorted, bool from_bf16, uint8_t* act,
+                             float* act_scale, int p0, int nt, int first_warp = 0) {
   const Geometry& geo = a.geo;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (kFp8 && kStage == 2) {
-    for (int item = warp; item < kTokens * geo.steps; item += kWarps) {
+  if (!kByToken) first_warp = 0;
+  const int warp = threadIdx.x / 32 - first_warp, lane = threadIdx.x % 32, warps = kWarps - first_warp;
+  if (warp < 0) return;
+  const auto source_row = [&](int t) {
+    if (kByToken) return p0 + t;
+    const int pair = sorted[p0 + t];
+    return kStage == 1 ? pair / a.g.pair_div : pair;
+  };
+  if (kFp8 && from_bf16) {
+    for (int item = warp; item < kTokens * geo.steps; item += warps) {
       const int t = item / geo.steps, b = item % geo.steps;
       uint8_t* row = act + t * geo.row_bytes;
       const int g0 = max(0, b * kStepBytes - geo.phase),
@@ -100,33 +144,27 @@ __device__ void stage_tokens(const SwapAbArgs& a, uint8_t* act, float* act_scale
       if (!live || pos < g0 + geo.phase || pos >= g1 + geo.phase)
         *reinterpret_cast<uint32_t*>(row + pos) = 0u;
       float s = 0.0f;
-      if (live) {
-        const int pair = a.g.sorted_pairs[p0 + t];
+      if (live)
         s = warp_quantize_fp8_codes(
-            reinterpret_cast<const uint16_t*>(a.in) + static_cast<size_t>(pair) * geo.k_elems, g0, g1,
-            row + geo.phase);
-      }
+            reinterpret_cast<const uint16_t*>(a.in) + static_cast<size_t>(source_row(t)) * geo.k_elems, g0,
+            g1, row + geo.phase);
       if (lane == 0) act_scale[t * geo.steps + b] = s;
     }
     return;
   }
   const int kbytes = geo.k_elems * geo.esz, chunks = geo.steps * (kStepBytes / 16);
-  for (int i = threadIdx.x; i < kTokens * chunks; i += kThreads) {
+  for (int i = warp * 32 + lane; i < kTokens * chunks; i += warps * 32) {
     const int t = i / chunks, off = (i % chunks) * 16;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (t < nt && off < kbytes) {
-      const int pair = a.g.sorted_pairs[p0 + t];
-      const int row = kStage == 1 ? pair / a.g.pair_div : pair;
-      v = *reinterpret_cast<const uint4*>(a.in + static_cast<size_t>(row) * kbytes + off);
-    }
+    if (t < nt && off < kbytes)
+      v = *reinterpret_cast<const uint4*>(a.in + static_cast<size_t>(source_row(t)) * kbytes + off);
     *reinterpret_cast<uint4*>(act + t * geo.row_bytes + off) = v;
   }
   if (kFp8) {
-    for (int i = threadIdx.x; i < kTokens * geo.steps; i += kThreads) {
+    for (int i = warp * 32 + lane; i < kTokens * geo.steps; i += warps * 32) {
       const int t = i / geo.steps, b = i % geo.steps;
       float s = 0.0f;
-      if (t < nt)
-        s = a.in_scales[static_cast<size_t>(a.g.sorted_pairs[p0 + t] / a.g.pair_div) * geo.steps + b];
+      if (t < nt) s = a.in_scales[static_cast<size_t>(source_row(t)) * geo.steps + b];
       act_scale[i] = s;
     }
   }
@@ -147,11 +185,65 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   constexpr int kRowGroups = kWarps / kKGroups;
   constexpr int kTokens = 8 * kNT;
   constexpr int kAcc = kTiles * kNT * 4;  // accumulators per lane
-  // Stage 1 needs the prologue's grouping and x at once. Stage 2 reads the grouping (complete before stage 1
-  // could start) and requests its first weights before waiting for stage 1's h.
-  if (kStage == 1) pdl_wait();
-  const int expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
-  if (expert < 0) {
+  // A by-token stage 1 (a decode call) stages the call's tokens as its rows in token order: MMA column t is
+  // token t, and column_pair names t's pair with the block's expert (-1: none). So the staging needs nothing
+  // from the grouping, and its loads go out with the expert's, one round trip after the wait (the pair-order
+  // staging waited on the expert, then its pair range, then the pairs, then the rows). Otherwise stage 1
+  // needs the prologue's grouping at once. Stage 2 requests its first weights before waiting for stage 1's h,
+  // for the expert the grouping names then (a guess: it checks the grouping again after the wait).
+  __shared__ BlockRouting routing;
+  __shared__ int column_pair[kTokens];
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* act = smem;                                                            // [kTokens][row_bytes]
+  float* act_scale = reinterpret_cast<float*>(smem + kTokens * a.geo.row_bytes);  // fp8: [kTokens][steps]
+  float* red = reinterpret_cast<float*>(smem + a.geo.red_offset);                 // [warp][kAcc][32]
+  stamp(a, kSwStart);
+  // bf16 only (by_token and kPairsEarly): for fp8 neither measured faster (H200, same lease as the previous
+  // kernel: both, fp8 M=1 27.0 vs 25.1 us, M=16 161.0 vs 159.5; stage 1 by token alone, M=1 26.3 vs 26.3
+  // with it compiled in and off, 25.1 without it: the fp8 kernels' registers are at their 128 limit, and
+  // any more cost more than the shorter staging saves), so the fp8 kernels keep the pair-order code. bf16:
+  // M=1 30.2 vs 31.3 us, qwen3-235b-a22b-tp8 23.9 vs 26.2.
+  constexpr bool kPairsEarly = kStage == 2 && !kFp8;
+  const bool by_token = kStage == 1 && !kFp8 && a.by_token;
+  const bool routed = by_token && a.route_logits != nullptr;
+  if (by_token) {
+    if (threadIdx.x < kTokens) column_pair[threadIdx.x] = -1;
+    __syncthreads();
+  }
+  if (kStage == 1) {
+    pdl_wait();
+    stamp(a, kSwWaited);
+  }
+  const int* sorted = a.g.sorted_pairs;
+  int expert, pair_begin = 0, pair_end = by_token ? 1 : 0;  // by token: one pass, staged here
+  if (routed) {
+    // Warps [0, M) route a token each while the others stage the call's tokens.
+    const int M = a.tokens, K = a.g.pair_div;
+    const bool writer = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+    block_route_tokens<kBlockRoutePerLane>(a.router, a.route_logits, M, writer, a.route_out, routing);
+    stamp(a, kSwRouted);
+    stage_tokens<kFp8, kStage, kTokens, true>(a, nullptr, true, act, act_scale, 0, M, M < kWarps ? M : 0);
+    __syncthreads();
+    block_group(M, K, a.w.num_experts, writer, a.route_out, routing);
+    stamp(a, kSwGrouped);
+    // Stage 2 and the combine read what the writer stored after their waits; the fence only makes stage 2's
+    // guess right more often.
+    if (writer) __threadfence();
+    expert = static_cast<int>(blockIdx.x) < routing.num_active ? routing.active[blockIdx.x] : -1;
+    if (static_cast<int>(threadIdx.x) < M * K && expert >= 0 && routing.ids[threadIdx.x] == expert)
+      column_pair[threadIdx.x / K] = threadIdx.x;  // a token picks an expert once: one writer per column
+  } else if (by_token) {
+    const int M = a.tokens, K = a.g.pair_div;
+    expert = __ldcg(a.g.active + blockIdx.x);
+    const int id = static_cast<int>(threadIdx.x) < M * K ? __ldcg(a.topk_ids + threadIdx.x) : -1;
+    stage_tokens<kFp8, kStage, kTokens, true>(a, nullptr, false, act, act_scale, 0, M);
+    if (expert >= 0 && id == expert) column_pair[threadIdx.x / K] = threadIdx.x;
+    __syncthreads();  // the staged rows (column_pair is read after the K loop's reduction barrier)
+  } else {
+    expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
+  }
+  const bool known = expert >= 0 && expert < a.w.num_experts;
+  if (!kPairsEarly && !known) {
     pdl_trigger();
     return;
   }
@@ -207,28 +299,78 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
   };
 
-  extern __shared__ __align__(16) uint8_t smem[];
-  uint8_t* act = smem;                                                          // [kTokens][row_bytes]
-  float* act_scale = reinterpret_cast<float*>(smem + kTokens * geo.row_bytes);  // fp8: [kTokens][steps]
-  float* red = reinterpret_cast<float*>(smem + geo.red_offset);                 // [warp][kAcc][32]
-
   // One K step of weights in flight ahead of the MMAs (4 KB per warp): with two blocks per SM that is 64 KB
   // per SM, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) fits in one wave; two steps took
   // ~170 registers, one block per SM.
   Step<kFp8> ahead;
-  load_step(ahead, tile_begin, wk);
-  if (kStage == 2) pdl_wait();
+  if (known) load_step(ahead, tile_begin, wk);
+  // Stage 2 also reads its first pass's pairs before the wait (the grouping was complete before stage 1
+  // started, unless stage 1 wrote it: self-routed), so after the wait h's rows are requested at once, in the
+  // same round trip as the grouping's check; a changed grouping (never seen: each call's stage 1 triggers
+  // after writing it) restarts from the fresh one.
+  __shared__ int first_pairs[kTokens];
+  bool first_staged = false;
+  if (kStage == 2 && !kPairsEarly) {
+    pdl_wait();
+    stamp(a, kSwWaited);
+  } else if (kStage == 2) {
+    int guess_begin = 0, guess_end = 0;
+    if (known) {
+      guess_begin = __ldcg(a.g.offsets + expert);
+      guess_end = __ldcg(a.g.offsets + expert + 1);
+      const int p = guess_begin + static_cast<int>(blockIdx.z) * kTokens + static_cast<int>(threadIdx.x);
+      if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = p < guess_end ? __ldcg(sorted + p) : -1;
+    }
+    __syncthreads();
+    pdl_wait();
+    stamp(a, kSwWaited);
+    const int now = __ldcg(a.g.active + blockIdx.x);
+    bool same = now == expert;
+    if (known) {
+      const int first_guess = guess_begin + static_cast<int>(blockIdx.z) * kTokens;
+      const int p = first_guess + static_cast<int>(threadIdx.x);
+      const int check = threadIdx.x < kTokens && p < guess_end ? __ldcg(sorted + p) : -1;
+      same = same && __ldcg(a.g.offsets + expert) == guess_begin &&
+             __ldcg(a.g.offsets + expert + 1) == guess_end;
+      if (first_guess < guess_end)
+        stage_tokens<kFp8, kStage, kTokens>(a, first_pairs, true, act, act_scale, 0,
+                                            min(kTokens, guess_end - first_guess));
+      same = same && (threadIdx.x >= kTokens || check == first_pairs[threadIdx.x]);
+    }
+    first_staged = __syncthreads_and(same);
+    if (now < 0) {
+      pdl_trigger();
+      return;
+    }
+    if (first_staged) {
+      pair_begin = guess_begin;
+      pair_end = guess_end;
+    } else {
+      if (now != expert) {
+        expert = now;
+        load_step(ahead, tile_begin, wk);
+      }
+      pair_begin = __ldcg(a.g.offsets + expert);
+      pair_end = __ldcg(a.g.offsets + expert + 1);
+    }
+  }
   pdl_trigger();
-  const int pair_begin = __ldcg(a.g.offsets + expert), pair_end = __ldcg(a.g.offsets + expert + 1);
+  if (!by_token && !first_staged && !kPairsEarly) {
+    pair_begin = __ldcg(a.g.offsets + expert);
+    pair_end = __ldcg(a.g.offsets + expert + 1);
+  }
 
   // Passes z, z + Z, ... of the expert's pairs (Z = gridDim.z: 1 for the routed experts; for the shared
   // expert, which serves every token, its passes spread over the grid).
   const int first = pair_begin + static_cast<int>(blockIdx.z) * kTokens;
   for (int p0 = first; p0 < pair_end; p0 += static_cast<int>(gridDim.z) * kTokens) {
     const int nt = min(kTokens, pair_end - p0);
-    if (p0 != first) load_step(ahead, tile_begin, wk);
-    stage_tokens<kFp8, kStage, kTokens>(a, act, act_scale, p0, nt);
-    __syncthreads();
+    if (!by_token && !(p0 == first && first_staged)) {
+      if (p0 != first) load_step(ahead, tile_begin, wk);
+      stage_tokens<kFp8, kStage, kTokens>(a, sorted, kStage == 2, act, act_scale, p0, nt);
+      __syncthreads();
+    }
+    if (p0 == first) stamp(a, kSwStaged);
 
     for (int tile = tile_begin; tile < tile_end; ++tile) {
       float acc[kTiles][kNT][4];
@@ -277,6 +419,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
           }
         }
       }
+      if (tile == tile_begin && p0 == first) stamp(a, kSwFirstStep);
 
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
@@ -299,8 +442,15 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       for (int u = wk; u < kNT * 4; u += kKGroups) {
         const int n = u / 4, c = u % 4;
         const int t = 8 * n + 2 * tig + (c & 1), r = gid + 8 * (c >> 1);
-        if (t >= nt) continue;
-        const size_t pair = static_cast<size_t>(a.g.sorted_pairs[p0 + t]);
+        int pair_id;
+        if (by_token) {
+          pair_id = column_pair[t];
+          if (pair_id < 0) continue;
+        } else {
+          if (t >= nt) continue;
+          pair_id = sorted[p0 + t];
+        }
+        const size_t pair = static_cast<size_t>(pair_id);
         if (kStage == 1) {
           const int col = out0 + r;
           if (col >= P) continue;
@@ -325,6 +475,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
                         // the next pass overwrites them)
     }
   }
+  stamp(a, kSwEnd);
 }
 
 Geometry geometry(const ExpertWeightsDev& w, int stage) {
@@ -385,6 +536,8 @@ void launch(SwapAbArgs k, int groups, int passes, cudaStream_t stream) {
   const int tiles = (out + kTileRows - 1) / kTileRows;
   k.tiles_per_block = tiles_per_block(groups * passes, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
+  if (unsigned long long* tl = swap_ab_timeline_buffer())
+    k.timeline = tl + static_cast<size_t>(kStage - 1) * kSwTimelineBlocks * kSwEvents;
   const dim3 grid(static_cast<unsigned>(groups),
                   static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block),
                   static_cast<unsigned>(passes));
@@ -405,17 +558,30 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   k.h = a.h;
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
-  if (kStage == 1) {
+  // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
+  // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
+  const bool one_expert = a.max_groups == 1;
+  // Routed experts at a few tokens: stage 1 by token (one 8-column pass; see the kernel).
+  k.by_token = kStage == 1 && !fp8 && !one_expert && in.tokens >= 1 && in.tokens <= kByTokenMax &&
+               in.tokens * a.g.pair_div <= kThreads && (in.topk_ids || in.route);
+  k.tokens = in.tokens;
+  k.topk_ids = in.topk_ids;
+  if (kStage == 1 && in.route) {
+    require(k.by_token, "swap-AB stage 1: routing itself needs a by-token call");
+    k.in = reinterpret_cast<const uint8_t*>(in.x);
+    k.route_logits = in.route->logits;
+    k.router = in.route->router;
+    k.route_out = {in.route->topk_ids,     in.route->topk_weights, in.align->offsets,
+                   in.align->sorted_pairs, in.align->active,       in.align->num_active};
+  } else if (kStage == 1) {
     k.in = fp8 ? in.x_codes : reinterpret_cast<const uint8_t*>(in.x);
     k.in_scales = in.x_scales;
   } else {
     k.in = reinterpret_cast<const uint8_t*>(a.h);
   }
-  // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
-  // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
-  const bool one_expert = a.max_groups == 1;
-  const int nt = one_expert ? std::min(2, column_tiles(a.w, in.max_pairs_per_expert))
-                            : column_tiles(a.w, in.max_pairs_per_expert);
+  const int nt = k.by_token   ? 1
+                 : one_expert ? std::min(2, column_tiles(a.w, in.max_pairs_per_expert))
+                              : column_tiles(a.w, in.max_pairs_per_expert);
   const int passes = one_expert ? (in.max_pairs_per_expert + 8 * nt - 1) / (8 * nt) : 1;
   // Long K (qwen3-235b-a22b-tp8's stage 1: 32 steps; DeepSeek's H = 7168: 56 or 112) over few row tiles left
   // each of four K warps a long chain of steps at one token: eight K warps halve it.
@@ -445,6 +611,15 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }
 
 }  // namespace
+
+bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int router_experts) {
+  // bf16 only: an fp8 stage 1 would quantise x itself, on the few warps the routing leaves free, and that
+  // measured slower than the prologue's 32 warps quantising it beside the routing (H200: fp8 M=1 29.2 vs
+  // 28.3 us, M=4 67.9 vs 60.9; bf16 M=1 30.6 vs 33.3).
+  return w.format == WFormat::Bf16 && M >= 1 && M <= kBlockRouteMaxTokens && M <= kByTokenMax &&
+         M * top_k <= kBlockRouteMaxPairs && M * top_k <= kThreads &&
+         router_experts <= 32 * kBlockRoutePerLane && top_k <= 32;
+}
 
 int swap_ab_max_pass_tokens(const ExpertWeightsDev& w) {
   return 8 * max_column_tiles(w);

@@ -22,11 +22,23 @@ bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q);
 int swap_ab_max_pass_tokens(const ExpertWeightsDev& w);
 
 struct SwapAbInputs {
-  const uint16_t* x;         // [tokens, H] bf16
-  const uint8_t* x_codes;    // [tokens, H] fp8 e4m3 codes, or null (bf16)
-  const float* x_scales;     // [tokens, ceil(H/128)]
-  int max_pairs_per_expert;  // an estimate for this call: it sizes the token pass, never the arithmetic
+  const uint16_t* x;              // [tokens, H] bf16
+  const uint8_t* x_codes;         // [tokens, H] fp8 e4m3 codes, or null (bf16)
+  const float* x_scales;          // [tokens, ceil(H/128)]
+  int max_pairs_per_expert;       // an estimate for this call: it sizes the token pass, never the arithmetic
+  int tokens = 0;                 // the call's tokens (M)
+  const int* topk_ids = nullptr;  // [M, K] routed experts' ids (the prologue's): stage 1 stages a call of a
+                                  // few tokens by token with them
+  // Set when stage 1 routes the call itself (no prologue launched before it; swap_ab_routes_itself): the
+  // router's logits and where the prologue's outputs go (route's topk_ids and topk_weights, align's
+  // grouping).
+  const RouteArgs* route = nullptr;
+  const AlignArgs* align = nullptr;
 };
+
+// Whether stage 1 can route a call of M tokens itself (block_route.cuh): bf16 weights, a few tokens, a router
+// of up to 128 experts.
+bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int router_experts);
 
 void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
 void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
