@@ -616,8 +616,11 @@ bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int rout
   // bf16 only: an fp8 stage 1 would quantise x itself, on the few warps the routing leaves free, and that
   // measured slower than the prologue's 32 warps quantising it beside the routing (H200: fp8 M=1 29.2 vs
   // 28.3 us, M=4 67.9 vs 60.9; bf16 M=1 30.6 vs 33.3).
-  return w.format == WFormat::Bf16 && M >= 1 && M <= kBlockRouteMaxTokens && M <= kByTokenMax &&
-         M * top_k <= kBlockRouteMaxPairs && M * top_k <= kThreads &&
+  // Routed experts as the launcher sees them: more than one group (one group is how it spreads the shared
+  // expert's passes over the grid; an expert-parallel rank with a single local expert looks the same).
+  const bool several_groups = std::min(w.num_experts, M * top_k) > 1;
+  return w.format == WFormat::Bf16 && several_groups && M >= 1 && M <= kBlockRouteMaxTokens &&
+         M <= kByTokenMax && M * top_k <= kBlockRouteMaxPairs && M * top_k <= kThreads &&
          router_experts <= 32 * kBlockRoutePerLane && top_k <= 32;
 }
 
