@@ -176,6 +176,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   topk_ids = DeviceBuffer(M * K * 4);
   topk_weights = DeviceBuffer(M * K * 4);
   offsets = DeviceBuffer((E + 1) * 4);
+  slot_begin = DeviceBuffer((E + 1) * 4);
   sorted_pairs = DeviceBuffer(M * K * 4);
   active = DeviceBuffer(E * 4);
   num_active = DeviceBuffer(4);
@@ -225,6 +226,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
   for (DeviceBuffer* b : {&topk_ids,
                           &topk_weights,
                           &offsets,
+                          &slot_begin,
                           &sorted_pairs,
                           &active,
                           &num_active,
@@ -546,7 +548,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   }
   GemvArgs g{};
   g.w = layer.experts().view;
-  g.g = {ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K};
+  g.g = {ws.offsets.as<int>(),   ws.sorted_pairs.as<int>(), ws.active.as<int>(), ws.num_active.as<int>(), K,
+         ws.slot_begin.as<int>()};
   g.act = act;
   g.xq = ws.xq.as<float>();
   g.h = ws.h.as<uint16_t>();
@@ -558,8 +561,12 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   GemvArgs s = g;
   if (shared) {
     s.w = shared->view;
-    s.g = {ws.shared_offsets.as<int>(), ws.shared_pairs.as<int>(), ws.shared_active.as<int>(),
-           ws.shared_num_active.as<int>(), 1};
+    s.g = {ws.shared_offsets.as<int>(),
+           ws.shared_pairs.as<int>(),
+           ws.shared_active.as<int>(),
+           ws.shared_num_active.as<int>(),
+           1,
+           ws.shared_offsets.as<int>()};
     s.h = ws.shared_h.as<uint16_t>();
     s.y = ws.shared_y.as<float>();
     s.max_groups = 1;
@@ -583,9 +590,14 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const bool decode = decode_wanted && decode_supported(d, M);
   const bool tail = tail_wanted && decode_supported(d, M);
   if (decode) ra.xq = nullptr;
-  AlignArgs aa{
-      ws.topk_ids.as<int>(),  M * K, E, ws.offsets.as<int>(), ws.sorted_pairs.as<int>(), ws.active.as<int>(),
-      ws.num_active.as<int>()};
+  AlignArgs aa{ws.topk_ids.as<int>(),
+               M * K,
+               E,
+               ws.offsets.as<int>(),
+               ws.sorted_pairs.as<int>(),
+               ws.active.as<int>(),
+               ws.num_active.as<int>(),
+               ws.slot_begin.as<int>()};
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;

@@ -62,7 +62,7 @@ class MoeWorkspace {
   // Fills every workspace buffer with NaN / -1 (tests and `moe check --poison`).
   void poison(cudaStream_t s);
 
-  DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active;
+  DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active, slot_begin;
   DeviceBuffer xq, h, y;
   DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
   // The one-launch decode kernel's grid barrier (expert_fused.h): synchronisation state that every call

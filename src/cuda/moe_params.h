@@ -44,6 +44,10 @@ struct GroupingDev {
   const int* active;        // expert ids with at least one pair, [num_active]
   const int* num_active;    // device scalar
   int pair_div;
+  // [E + 1]: active slot a's pairs are sorted_pairs[slot_begin[a], slot_begin[a + 1]) (the active experts are
+  // in id order, so their ranges are consecutive), so a block finds its expert and its pairs in one round
+  // trip instead of two; the total past the active slots.
+  const int* slot_begin;
 };
 
 struct ActivationParams {

@@ -60,9 +60,14 @@ __device__ __forceinline__ void block_align(const int* ids, const AlignArgs& a, 
   if (e < E) {
     a.offsets[e] = start;
     s.cursor[e] = start;
-    if (c > 0) a.active[active_pos] = e;
+    if (c > 0) {
+      a.active[active_pos] = e;
+      a.slot_begin[active_pos] = start;
+    }
     if (e >= active_total) a.active[e] = -1;  // every slot is written: stage blocks past the active ones exit
   }
+  for (int i = e; i <= E; i += blockDim.x)  // E + 1 entries: one more than the threads when E = 1024
+    if (i >= active_total) a.slot_begin[i] = total;
   if (e == 0) {
     a.offsets[E] = total;
     *a.num_active = active_total;

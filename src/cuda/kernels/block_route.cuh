@@ -39,6 +39,7 @@ struct RouteOutputs {
   int* sorted_pairs;    // [valid pairs]
   int* active;          // [E], -1 past the active experts
   int* num_active;      // [1]
+  int* slot_begin;      // [E + 1]
 };
 
 // Warps [0, M) route tokens [0, M) (logits [M, router E]) into s.ids; the writer block's warps also store the
@@ -101,6 +102,7 @@ __device__ inline void block_group(int M, int K, int E_local, bool writer, const
     for (int q = 0; q < n; ++q) below += valid(s.ids[q]) && s.ids[q] < e;
     out.offsets[e] = below;
     if (e < E_local) out.active[e] = e < s.num_active ? s.active[e] : -1;
+    out.slot_begin[e] = e <= s.num_active ? s.begin[e] : s.begin[s.num_active];
   }
   for (int i = threadIdx.x; i < s.begin[s.num_active]; i += blockDim.x) out.sorted_pairs[i] = s.sorted[i];
   if (threadIdx.x == 0) *out.num_active = s.num_active;

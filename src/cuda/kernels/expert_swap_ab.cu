@@ -152,21 +152,20 @@ __device__ void stage_tokens(const SwapAbArgs& a, const int* sorted, bool from_b
     }
     return;
   }
+  // fp8: item i's scale goes out with its code chunk (there are 8 chunks per scale), one round trip for both.
   const int kbytes = geo.k_elems * geo.esz, chunks = geo.steps * (kStepBytes / 16);
+  const int scale_items = kFp8 ? kTokens * geo.steps : 0;
   for (int i = warp * 32 + lane; i < kTokens * chunks; i += warps * 32) {
     const int t = i / chunks, off = (i % chunks) * 16;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (t < nt && off < kbytes)
       v = *reinterpret_cast<const uint4*>(a.in + static_cast<size_t>(source_row(t)) * kbytes + off);
+    float s = 0.0f;
+    const int ts = kFp8 ? i / geo.steps : 0;
+    if (i < scale_items && ts < nt)
+      s = a.in_scales[static_cast<size_t>(source_row(ts)) * geo.steps + i % geo.steps];
     *reinterpret_cast<uint4*>(act + t * geo.row_bytes + off) = v;
-  }
-  if (kFp8) {
-    for (int i = warp * 32 + lane; i < kTokens * geo.steps; i += warps * 32) {
-      const int t = i / geo.steps, b = i % geo.steps;
-      float s = 0.0f;
-      if (t < nt) s = a.in_scales[static_cast<size_t>(source_row(t)) * geo.steps + b];
-      act_scale[i] = s;
-    }
+    if (i < scale_items) act_scale[i] = s;
   }
 }
 
@@ -240,7 +239,13 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     if (expert >= 0 && id == expert) column_pair[threadIdx.x / K] = threadIdx.x;
     __syncthreads();  // the staged rows (column_pair is read after the K loop's reduction barrier)
   } else {
+    // The expert and its pair range in one round trip (stage 2: before the wait, like the expert: the
+    // prologue wrote them before stage 1 started).
     expert = __ldcg(a.g.active + blockIdx.x);  // -1 past the active experts
+    if (!kPairsEarly) {
+      pair_begin = __ldcg(a.g.slot_begin + blockIdx.x);
+      pair_end = __ldcg(a.g.slot_begin + blockIdx.x + 1);
+    }
   }
   const bool known = expert >= 0 && expert < a.w.num_experts;
   if (!kPairsEarly && !known) {
@@ -355,10 +360,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
   }
   pdl_trigger();
-  if (!by_token && !first_staged && !kPairsEarly) {
-    pair_begin = __ldcg(a.g.offsets + expert);
-    pair_end = __ldcg(a.g.offsets + expert + 1);
-  }
 
   // Passes z, z + Z, ... of the expert's pairs (Z = gridDim.z: 1 for the routed experts; for the shared
   // expert, which serves every token, its passes spread over the grid).
@@ -571,8 +572,8 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
     k.in = reinterpret_cast<const uint8_t*>(in.x);
     k.route_logits = in.route->logits;
     k.router = in.route->router;
-    k.route_out = {in.route->topk_ids,     in.route->topk_weights, in.align->offsets,
-                   in.align->sorted_pairs, in.align->active,       in.align->num_active};
+    k.route_out = {in.route->topk_ids, in.route->topk_weights, in.align->offsets,   in.align->sorted_pairs,
+                   in.align->active,   in.align->num_active,   in.align->slot_begin};
   } else if (kStage == 1) {
     k.in = fp8 ? in.x_codes : reinterpret_cast<const uint8_t*>(in.x);
     k.in_scales = in.x_scales;

@@ -40,6 +40,7 @@ struct AlignArgs {
   int* sorted_pairs;  // [n_pairs]
   int* active;        // [E]
   int* num_active;    // [1]
+  int* slot_begin;    // [E + 1] (GroupingDev::slot_begin)
   // The one-block prologue also zeroes these (the fused decode kernel's counters, expert_fused.h).
   int* zero_ints = nullptr;
   int n_zero_ints = 0;
