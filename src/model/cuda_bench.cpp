@@ -7,9 +7,11 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "cuda/kernel_timeline.h"
 #include "cuda/read_bandwidth.h"
 #include "io/hf_checkpoint.h"
 #include "model/cuda/cuda_model_backend.h"
+#include "model/cuda/kernel_timeline_bind.h"
 #include "model/cuda/tp_model_backend.h"
 #include "model/gen_model.h"
 
@@ -117,6 +119,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     tp->fill_kv_random(3);
   else
     backend->fill_kv_random(3);
+  if (cuda::KernelTimelineBuffer* tl = cuda::kernel_timeline_buffer()) gpu::bind_kernel_timelines(tl);
   // Rank 0's backend, on its GPU (the bandwidth is measured there too).
   gpu::CudaModelBackend& lead = tp ? tp->rank(0) : *backend;
   const auto time_step = [&](const std::vector<StepSequence>& batch, int reps) {
@@ -140,12 +143,14 @@ int run_model_bench(const ModelBenchOptions& o) {
       for (int64_t i = 0; i < pages_per_seq; ++i)
         q.page_table.push_back(static_cast<int32_t>(b * pages_per_seq + i));
     }
+    cuda::kernel_timeline_reset();
     const double ms = time_step(batch, o.reps);
     const int experts = lead.last_step_unique_experts();
     const double bytes = wb.dense + wb.per_expert * experts * wb.moe_layers + kv_tok * B * (o.context + 1);
     const double floor_ms = bytes / bw * 1e3;
     std::printf("%-8s %6d %8d %12.3f %12.3f %7.2f %8d %12.0f\n", "decode", B, o.context, ms, floor_ms,
                 ms / floor_ms, experts, B / ms * 1e3);
+    cuda::kernel_timeline_report(stdout);  // measuring builds with MOE_KERNEL_TIMELINE=1
     std::fflush(stdout);
   }
   if (o.prefill_tokens > 0) {

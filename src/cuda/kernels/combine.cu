@@ -5,9 +5,12 @@
 #include <cuda_runtime.h>
 
 #include "core/codecs.h"
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
+
+MOE_KERNEL_TIMELINE_TU(combine)
 
 namespace moe::cuda {
 namespace {
@@ -23,7 +26,9 @@ __device__ __forceinline__ void fma4(float4& acc, float w, const float4& v) {
 }
 
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a) {
+  KernelTimelineScope timeline(kTlCombine);
   pdl_wait();
+  timeline.waited();
   // The next kernel (a decode step's next q/k/v GEMV) may start and request its weights now: it waits for
   // this grid before it reads the output.
   pdl_trigger();

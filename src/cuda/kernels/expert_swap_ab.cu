@@ -25,11 +25,14 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_route.cuh"
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/kernels/weight_decode.cuh"
+
+MOE_KERNEL_TIMELINE_TU(expert_swap_ab)
 
 namespace moe::cuda {
 namespace {
@@ -197,6 +200,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   float* act_scale = reinterpret_cast<float*>(smem + kTokens * a.geo.row_bytes);  // fp8: [kTokens][steps]
   float* red = reinterpret_cast<float*>(smem + a.geo.red_offset);                 // [warp][kAcc][32]
   stamp(a, kSwStart);
+  KernelTimelineScope timeline(kStage == 1 ? kTlStage1 : kTlStage2);
   // bf16 only (by_token and kPairsEarly): for fp8 neither measured faster (H200, same lease as the previous
   // kernel: both, fp8 M=1 27.0 vs 25.1 us, M=16 161.0 vs 159.5; stage 1 by token alone, M=1 26.3 vs 26.3
   // with it compiled in and off, 25.1 without it: the fp8 kernels' registers are at their 128 limit, and
@@ -211,6 +215,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   }
   if (kStage == 1) {
     pdl_wait();
+    timeline.waited();
     stamp(a, kSwWaited);
   }
   const int* sorted = a.g.sorted_pairs;
@@ -317,6 +322,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   bool first_staged = false;
   if (kStage == 2 && !kPairsEarly) {
     pdl_wait();
+    timeline.waited();
     stamp(a, kSwWaited);
   } else if (kStage == 2) {
     int guess_begin = 0, guess_end = 0;
@@ -328,6 +334,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
     __syncthreads();
     pdl_wait();
+    timeline.waited();
     stamp(a, kSwWaited);
     const int now = __ldcg(a.g.active + blockIdx.x);
     bool same = now == expert;

@@ -10,10 +10,13 @@
 #include "core/codecs.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/block_align.cuh"
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/warp_router.cuh"
+
+MOE_KERNEL_TIMELINE_TU(route)
 
 namespace moe::cuda {
 namespace {
@@ -62,7 +65,9 @@ template <int kPerLane>
 __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
   // The first kernel of a call: launched to overlap the previous kernel's tail, it waits for it before
   // touching memory (the previous call still reads the workspaces), then lets the next kernel start early.
+  KernelTimelineScope timeline(kTlPrologue);
   pdl_wait();
+  timeline.waited();
   pdl_trigger();
   // Warp w routes token w (w < M) and quantises the (token, group) item w (w < M x groups): one group per
   // warp, so the quantisation is spread over the grid instead of a token's groups running one after another.
@@ -91,7 +96,9 @@ template <int kPerLane>
 __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
   __shared__ AlignShared s;
   __shared__ int ids[kSmallMaxPairs];
+  KernelTimelineScope timeline(kTlPrologue);
   pdl_wait();  // the first kernel of a call: as route_kernel
+  timeline.waited();
   pdl_trigger();
   for (int i = threadIdx.x; i < al.n_zero_ints; i += blockDim.x) al.zero_ints[i] = 0;
   const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;

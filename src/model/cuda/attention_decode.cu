@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/attention_decode_tc.cuh"
@@ -23,6 +24,8 @@
 #include "model/cuda/head_norm_rope.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
+
+MOE_KERNEL_TIMELINE_TU(attention_decode)
 
 namespace moe::model::gpu {
 namespace {
@@ -294,7 +297,8 @@ __device__ void cuda_core_split_keys(SplitShared<D, kHeads, L>& sh, uint8_t* til
 // (4 or 8 warps).
 template <int D, int kHeads, int L, bool kTc>
 __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh, int sub, int split,
-                             SplitShared<D, kHeads, L>& sh, uint8_t* tile) {
+                             SplitShared<D, kHeads, L>& sh, uint8_t* tile,
+                             cuda::KernelTimelineScope& timeline) {
   const KvCacheDev& kv = a.kv;
   const int kv_len = a.meta.seq_kv_len[b];
   const int new_key = kv_len - 1;
@@ -306,6 +310,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
 
   pdl_wait();
+  timeline.waited();
   pdl_trigger();
   prepare_new_token<D, kHeads, L>(a, b, kvh, h0, nh, new_key, sh);
   __syncthreads();
@@ -440,12 +445,13 @@ template <int D, int kHeads, int L, bool kTc>
 __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   __shared__ BlockShared<D, kHeads, L> sh;
   extern __shared__ __align__(16) uint8_t tile[];  // kTileBytes<D, L>
+  cuda::KernelTimelineScope timeline(cuda::kTlAttention);
   const int split = blockIdx.x, b = blockIdx.z;
   const int group = a.heads / a.kv.kv_heads;
   const int sub_groups = (group + kHeads - 1) / kHeads;
   const int kvh = blockIdx.y / sub_groups, sub = blockIdx.y % sub_groups;
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
-  attend_split<D, kHeads, L, kTc>(a, b, kvh, h0, nh, sub, split, sh.split, tile);
+  attend_split<D, kHeads, L, kTc>(a, b, kvh, h0, nh, sub, split, sh.split, tile, timeline);
   if (a.splits == 1) return;
   // The last block of this (sequence, KV head, sub-group) to finish combines: integer counting, then reads
   // of the other blocks' partials from L2.

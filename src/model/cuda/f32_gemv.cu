@@ -2,10 +2,13 @@
 // One warp per output row, 16-byte loads; the first kSteps loads of the row (all of a 2048-column row) are
 // issued before the kernel waits for its predecessor (the weights do not depend on it), so they overlap the
 // previous kernel's tail and no weight round trip is left after the wait.
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
+
+MOE_KERNEL_TIMELINE_TU(f32_gemv)
 
 namespace moe::model::gpu {
 namespace {
@@ -17,6 +20,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     f32_gemv_kernel(const float* w, int rows, int cols, const float* x, float* y, NormInput norm) {
   extern __shared__ float4 smem4[];  // [M][cols] when the input is normalised here
   __shared__ float scratch[32];
+  cuda::KernelTimelineScope timeline(cuda::kTlF32Gemv);
   const int lane = threadIdx.x % 32, row = blockIdx.x * kWarps + threadIdx.x / 32;
   const bool live = row < rows;
   const int vecs = cols / 4;
@@ -26,6 +30,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   for (int u = 0; u < kSteps; ++u)
     if (live && lane + 32 * u < vecs) wv[u] = __ldcs(wrow + lane + 32 * u);
   pdl_wait();
+  timeline.waited();
   pdl_trigger();
   if (norm.weight) {
     norm_rows_to_shared(norm, M, cols, reinterpret_cast<float*>(smem4), scratch);

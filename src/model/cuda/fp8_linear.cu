@@ -1,10 +1,13 @@
 // fp8 block-scale linears: a GEMV on the fp8 bytes for decode (few rows: reading the weights once is the
 // whole cost, and fp8 halves it against bf16), and the dequantised bf16 copy that prefill GEMMs use.
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
+
+MOE_KERNEL_TIMELINE_TU(fp8_linear)
 
 namespace moe::model::gpu {
 namespace {
@@ -33,6 +36,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                 NormInput norm) {
   constexpr int kChunks = kLaneChunks / R;  // per row and lane
+  cuda::KernelTimelineScope timeline(cuda::kTlFp8Gemv);
   extern __shared__ float4 smem4[];
   __shared__ float scratch[32];
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
@@ -51,6 +55,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
   }
   cuda::pdl_wait();
+  timeline.waited();
   cuda::pdl_trigger();
   if (norm.weight) {
     norm_rows_to_shared(norm, M, cols, a, scratch);

@@ -1,0 +1,69 @@
+#pragma once
+// A measuring build's record of the decode step's kernels as they run inside the CUDA graph (build with
+// scripts/build-measuring MOE_KERNEL_TIMELINE, run with MOE_KERNEL_TIMELINE=1): thread 0 of every block of
+// the instrumented kernels notes when the block started, when its predecessor wait returned and when it
+// ended, and which launch of its kind it belongs to. Programmatic launches overlap, so kernel-level timers
+// (ncu, events) and stamp kernels between launches (MOE_STEP_STAMPS) cannot show where a step's time goes;
+// this can. The device side is kernels/kernel_timeline.cuh; normal builds compile it out.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace moe::cuda {
+
+enum TimelineKind : int {
+  kTlFp8Gemv,  // the model's fp8 decode GEMV (q/k/v, o, dense MLP)
+  kTlF32Gemv,  // the router's fp32 GEMV
+  kTlAttention,
+  kTlPrologue,
+  kTlStage1,  // swap-AB stage 1
+  kTlStage2,  // swap-AB stage 2
+  kTlCombine,
+  kTlKinds
+};
+
+struct KernelTimelineRecord {
+  unsigned long long start, waited, end;  // globaltimer ns; waited 0 when the kernel does not wait
+  int kind;
+  unsigned launch, block, blocks;
+};
+
+constexpr unsigned kKernelTimelineRecords = 1u << 20;
+
+struct KernelTimelineBuffer {
+  unsigned count;
+  unsigned launches[kTlKinds];
+  unsigned done[kTlKinds];
+  KernelTimelineRecord rec[kKernelTimelineRecords];
+};
+
+// The report's numbers, from the records alone (no GPU): per position of the most common decode-layer shape
+// (the kinds of its launches in order, from a q/k/v GEMV followed by attention through the MoE combine), the
+// median over the layers of that shape of each launch's first block start, first and last predecessor-wait
+// return, last block end (us after the layer's first start) and span (its end minus its start).
+struct KernelTimelineRow {
+  int kind;
+  unsigned blocks;
+  double start, first_wait, last_wait, end, span;
+};
+struct KernelTimelineSummary {
+  size_t records = 0, launches = 0, layers = 0;
+  int shape_layers = 0;  // the layers of the most common shape, the ones the rows describe
+  std::vector<KernelTimelineRow> rows;
+  double layer_us = 0;  // the layer's first start to its combine's end, median
+};
+KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimelineRecord>& records);
+const char* kernel_timeline_kind_name(int kind);
+
+// Whether this build records (MOE_KERNEL_TIMELINE defined for the CUDA sources).
+bool kernel_timeline_compiled();
+// The buffer when recording is on (compiled in and MOE_KERNEL_TIMELINE=1 in the environment), else null.
+KernelTimelineBuffer* kernel_timeline_buffer();
+// Clears the records (before the launches to report).
+void kernel_timeline_reset();
+// Per position of a decode layer (q/k/v GEMV, attention, o GEMV, router, prologue, stage 1, stage 2,
+// combine): the median over the recorded layers of each launch's first start, first and last wait return, and
+// last end, relative to the layer's first start.
+void kernel_timeline_report(std::FILE* out);
+
+}  // namespace moe::cuda

@@ -1,0 +1,106 @@
+// summarize_kernel_timeline (kernel_timeline.h): the records grouped into launches, the launches into decode
+// layers, and per position of the most common layer shape the medians over those layers. Plain C++, tested
+// on the CPU (tests/cuda/kernel_timeline_test.cpp).
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "cuda/kernel_timeline.h"
+
+namespace moe::cuda {
+namespace {
+
+const char* const kKindNames[kTlKinds] = {"fp8 GEMV", "router GEMV", "attention", "prologue",
+                                          "stage 1",  "stage 2",     "combine"};
+
+// One launch as its blocks recorded it.
+struct Launch {
+  int kind = 0;
+  unsigned blocks = 0, seen = 0;
+  unsigned long long start = ~0ull, first_wait = ~0ull, last_wait = 0, end = 0;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int> kinds_of(const std::vector<Launch>& layer) {
+  std::vector<int> k;
+  for (const Launch& x : layer) k.push_back(x.kind);
+  return k;
+}
+
+}  // namespace
+
+const char* kernel_timeline_kind_name(int kind) {
+  return kind >= 0 && kind < kTlKinds ? kKindNames[kind] : "?";
+}
+
+KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimelineRecord>& records) {
+  KernelTimelineSummary out;
+  out.records = records.size();
+  std::map<std::pair<int, unsigned>, Launch> by_launch;
+  for (const KernelTimelineRecord& r : records) {
+    Launch& l = by_launch[{r.kind, r.launch}];
+    l.kind = r.kind;
+    l.blocks = r.blocks;
+    ++l.seen;
+    l.start = std::min(l.start, r.start);
+    l.end = std::max(l.end, r.end);
+    if (r.waited) {
+      l.first_wait = std::min(l.first_wait, r.waited);
+      l.last_wait = std::max(l.last_wait, r.waited);
+    }
+  }
+  std::vector<Launch> launches;
+  for (const auto& [key, l] : by_launch)
+    if (l.seen == l.blocks) launches.push_back(l);  // launches cut off by the record cap are left out
+  std::sort(launches.begin(), launches.end(),
+            [](const Launch& x, const Launch& y) { return x.start < y.start; });
+  out.launches = launches.size();
+  // A decode layer: a q/k/v GEMV followed by attention, through the MoE call's combine.
+  std::vector<std::vector<Launch>> layers;
+  for (size_t i = 0; i + 1 < launches.size(); ++i) {
+    if (launches[i].kind != kTlFp8Gemv || launches[i + 1].kind != kTlAttention) continue;
+    std::vector<Launch> layer;
+    for (size_t j = i; j < launches.size() && layer.size() < 16; ++j) {
+      layer.push_back(launches[j]);
+      if (launches[j].kind == kTlCombine) break;
+    }
+    if (layer.back().kind == kTlCombine) layers.push_back(layer);
+  }
+  out.layers = layers.size();
+  if (layers.empty()) return out;
+  std::map<std::vector<int>, int> shapes;
+  for (const auto& l : layers) ++shapes[kinds_of(l)];
+  const auto most = std::max_element(shapes.begin(), shapes.end(),
+                                     [](const auto& x, const auto& y) { return x.second < y.second; });
+  const std::vector<int> shape = most->first;
+  out.shape_layers = most->second;
+  std::vector<double> layer_span;
+  for (size_t p = 0; p < shape.size(); ++p) {
+    std::vector<double> s, w0, w1, e, span;
+    unsigned blocks = 0;
+    for (const auto& l : layers) {
+      if (kinds_of(l) != shape) continue;
+      const double t0 = static_cast<double>(l[0].start);
+      const Launch& x = l[p];
+      blocks = x.blocks;
+      s.push_back((static_cast<double>(x.start) - t0) / 1e3);
+      if (x.last_wait) {
+        w0.push_back((static_cast<double>(x.first_wait) - t0) / 1e3);
+        w1.push_back((static_cast<double>(x.last_wait) - t0) / 1e3);
+      }
+      e.push_back((static_cast<double>(x.end) - t0) / 1e3);
+      span.push_back((static_cast<double>(x.end) - static_cast<double>(x.start)) / 1e3);
+      if (p + 1 == shape.size()) layer_span.push_back((static_cast<double>(x.end) - t0) / 1e3);
+    }
+    out.rows.push_back({shape[p], blocks, median(s), median(w0), median(w1), median(e), median(span)});
+  }
+  out.layer_us = median(layer_span);
+  return out;
+}
+
+}  // namespace moe::cuda

@@ -1,0 +1,25 @@
+// One bind call per instrumented translation unit (each has its own device pointer: no relocatable device
+// code), for the decode step's kernels of the model and of the MoE op.
+#include "model/cuda/kernel_timeline_bind.h"
+
+namespace moe::cuda {
+void bind_kernel_timeline_fp8_linear(KernelTimelineBuffer*);
+void bind_kernel_timeline_f32_gemv(KernelTimelineBuffer*);
+void bind_kernel_timeline_attention_decode(KernelTimelineBuffer*);
+void bind_kernel_timeline_route(KernelTimelineBuffer*);
+void bind_kernel_timeline_expert_swap_ab(KernelTimelineBuffer*);
+void bind_kernel_timeline_combine(KernelTimelineBuffer*);
+}  // namespace moe::cuda
+
+namespace moe::model::gpu {
+
+void bind_kernel_timelines(cuda::KernelTimelineBuffer* buffer) {
+  cuda::bind_kernel_timeline_fp8_linear(buffer);
+  cuda::bind_kernel_timeline_f32_gemv(buffer);
+  cuda::bind_kernel_timeline_attention_decode(buffer);
+  cuda::bind_kernel_timeline_route(buffer);
+  cuda::bind_kernel_timeline_expert_swap_ab(buffer);
+  cuda::bind_kernel_timeline_combine(buffer);
+}
+
+}  // namespace moe::model::gpu

@@ -1,0 +1,89 @@
+// The kernel timeline's report logic on synthetic records (no GPU): launches assembled from their blocks,
+// decode layers found in launch order, medians per position, and launches cut off by the record cap left out.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cuda/kernel_timeline.h"
+
+namespace moe::cuda {
+namespace {
+
+struct Recorder {
+  std::vector<KernelTimelineRecord> records;
+  unsigned launches[kTlKinds] = {};
+  // A launch of `kind` whose `blocks` blocks start at `start` (+ 100 ns per block), pass their wait at
+  // `wait` (+ 100 ns per block; 0: no wait) and end at `end` - 100 ns per block (times in us).
+  void launch(int kind, unsigned blocks, double start, double wait, double end) {
+    for (unsigned b = 0; b < blocks; ++b) {
+      const auto ns = [&](double us, int sign) {
+        return static_cast<unsigned long long>(us * 1e3 + sign * 100.0 * b);
+      };
+      records.push_back(
+          {ns(start, 1), wait > 0 ? ns(wait, 1) : 0ull, ns(end, -1), kind, launches[kind], b, blocks});
+    }
+    ++launches[kind];
+  }
+  // One decode layer starting at t0 (us): eight launches, each 5 us after the previous one's start.
+  void layer(double t0, double stage1_span) {
+    const int kinds[] = {kTlFp8Gemv,  kTlAttention, kTlFp8Gemv, kTlF32Gemv,
+                         kTlPrologue, kTlStage1,    kTlStage2,  kTlCombine};
+    double t = t0;
+    for (int k : kinds) {
+      const double span = k == kTlStage1 ? stage1_span : 6.0;
+      launch(k, 4, t, t + 1.0, t + span);
+      t += 5.0;
+    }
+  }
+};
+
+TEST(KernelTimeline, LayersAndMediansFromBlockRecords) {
+  Recorder r;
+  r.layer(1000.0, 6.0);
+  r.layer(1100.0, 8.0);
+  r.layer(1200.0, 10.0);
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.records, 3u * 8 * 4);
+  EXPECT_EQ(s.launches, 24u);
+  EXPECT_EQ(s.layers, 3u);
+  EXPECT_EQ(s.shape_layers, 3);
+  ASSERT_EQ(s.rows.size(), 8u);
+  EXPECT_EQ(s.rows[0].kind, kTlFp8Gemv);
+  EXPECT_EQ(s.rows[1].kind, kTlAttention);
+  EXPECT_EQ(s.rows[5].kind, kTlStage1);
+  EXPECT_EQ(s.rows[7].kind, kTlCombine);
+  EXPECT_EQ(s.rows[5].blocks, 4u);
+  // Stage 1 starts 25 us into every layer; its first wait returns 1 us later, its last 0.3 us after that.
+  EXPECT_NEAR(s.rows[5].start, 25.0, 1e-6);
+  EXPECT_NEAR(s.rows[5].first_wait, 26.0, 1e-6);
+  EXPECT_NEAR(s.rows[5].last_wait, 26.3, 1e-6);
+  EXPECT_NEAR(s.rows[5].span, 8.0, 1e-6);  // the median of 6, 8 and 10
+  EXPECT_NEAR(s.layer_us, 41.0, 1e-6);     // the combine starts at 35 and ends 6 us later
+}
+
+TEST(KernelTimeline, IncompleteLaunchesAndStrayKernelsAreLeftOut) {
+  Recorder r;
+  r.launch(kTlCombine, 2, 900.0, 901.0, 905.0);  // a previous layer's tail: no layer starts with it
+  r.layer(1000.0, 6.0);
+  r.layer(1100.0, 6.0);
+  r.records.pop_back();  // the second layer's combine lost a block to the record cap
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.launches, 1u + 8 + 7);
+  EXPECT_EQ(s.layers, 1u);  // the second layer never reaches a whole combine
+  ASSERT_EQ(s.rows.size(), 8u);
+  EXPECT_NEAR(s.rows[0].start, 0.0, 1e-6);
+}
+
+TEST(KernelTimeline, NoLayersWithoutTheirFirstTwoKernels) {
+  Recorder r;
+  r.launch(kTlStage1, 8, 10.0, 11.0, 20.0);
+  r.launch(kTlStage2, 8, 15.0, 21.0, 25.0);
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.launches, 2u);
+  EXPECT_EQ(s.layers, 0u);
+  EXPECT_TRUE(s.rows.empty());
+  EXPECT_STREQ(kernel_timeline_kind_name(kTlStage2), "stage 2");
+}
+
+}  // namespace
+}  // namespace moe::cuda
