@@ -1,10 +1,10 @@
 #pragma once
 // The routing and expert grouping of a few tokens done inside a block of a stage kernel, so a decode call
-// needs no prologue launch: every block of the swap-AB stage 1 routes the call's tokens itself (a warp per
-// token, warp_route: the prologue's arithmetic; the other warps stage x meanwhile) and groups the pairs in
-// shared memory. The grouping is stable (an expert's pairs in pair order, experts in id order), so every
-// block derives the same one, and one block writes it, with the top-K ids and weights, where the later
-// kernels of the call read them.
+// needs no prologue launch: every block of the swap-AB stage 1 (bf16 weights; swap_ab_routes_itself) routes
+// the call's tokens itself (a warp per token, warp_route: the prologue's arithmetic; the other warps stage x
+// meanwhile) and groups the pairs in shared memory. The grouping is stable (an expert's pairs in pair order,
+// experts in id order), so every block derives the same one, and one block writes it, with the top-K ids and
+// weights, where the later kernels of the call read them.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/launchers.h"
