@@ -11,6 +11,7 @@
 // The producer issues the items in that order, each as soon as a slot is free, so the stage-2 rows stream in
 // while stage 1 is still running. Consumers free a slot once per warp (an mbarrier of 8 arrivals).
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/globaltimer.cuh"
 
 #include "cuda/kernels/expert_fused_timeline.h"
 
@@ -88,12 +89,6 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 __device__ __forceinline__ void stamp(const FusedArgs& a, TimelineEvent ev) {

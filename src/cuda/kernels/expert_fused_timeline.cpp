@@ -2,15 +2,12 @@
 // per event, the minimum, median and maximum over the blocks, relative to the first block's start.
 #include "cuda/kernels/expert_fused_timeline.h"
 
-#include <cuda_runtime.h>
-
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/stamp_buffer.h"
 
 namespace moe::cuda {
 
@@ -33,15 +30,8 @@ const char* const kTimelineEventNames[kEvents] = {"start",
                                                   "end"};
 
 unsigned long long* fused_timeline_buffer() {
-  static unsigned long long* buffer = [] {
-    unsigned long long* p = nullptr;
-    if (std::getenv("MOE_FUSED_TIMELINE")) {
-      const size_t bytes = static_cast<size_t>(sm_count()) * kEvents * sizeof(unsigned long long);
-      MOE_CUDA_CHECK(cudaMalloc(&p, bytes));
-      MOE_CUDA_CHECK(cudaMemset(p, 0, bytes));
-    }
-    return p;
-  }();
+  static unsigned long long* buffer =
+      stamp_buffer_if_set("MOE_FUSED_TIMELINE", static_cast<size_t>(sm_count()) * kEvents);
   return buffer;
 }
 
@@ -52,24 +42,15 @@ void fused_timeline_report() {
     return;
   }
   const int G = sm_count();
-  std::vector<unsigned long long> t(static_cast<size_t>(G) * kEvents);
-  MOE_CUDA_CHECK(cudaDeviceSynchronize());
-  MOE_CUDA_CHECK(cudaMemcpy(t.data(), buffer, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
-  unsigned long long t0 = ~0ull;
-  for (int b = 0; b < G; ++b) t0 = std::min(t0, t[static_cast<size_t>(b) * kEvents + kStart]);
-
+  const std::vector<unsigned long long> t = fetch_stamps(buffer, static_cast<size_t>(G) * kEvents);
+  const unsigned long long t0 = earliest_stamp(t.data(), G, kEvents, kStart);
   std::printf(
       "fused timeline of the last launch (us after the first block's start: min / median / max over %d "
       "blocks)\n",
       G);
   for (int ev = 0; ev < kEvents; ++ev) {
-    std::vector<double> v;
-    for (int b = 0; b < G; ++b) {
-      const unsigned long long x = t[static_cast<size_t>(b) * kEvents + ev];
-      if (x >= t0) v.push_back(static_cast<double>(x - t0) / 1e3);
-    }
+    const std::vector<double> v = event_times_us(t.data(), G, kEvents, ev, t0);
     if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
     std::printf("  %-15s %7.2f %7.2f %7.2f\n", kTimelineEventNames[ev], v.front(), v[v.size() / 2], v.back());
   }
 }

@@ -25,6 +25,7 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_route.cuh"
+#include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
@@ -98,14 +99,8 @@ struct SwapAbArgs {
 __device__ __forceinline__ void stamp([[maybe_unused]] const SwapAbArgs& a, [[maybe_unused]] SwapAbEvent ev,
                                       [[maybe_unused]] int thread = 0) {
 #ifdef MOE_SWAP_AB_TIMELINE
-  if (a.timeline && static_cast<int>(threadIdx.x) == thread) {
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (block < kSwTimelineBlocks) {
-      unsigned long long t;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-      a.timeline[block * kSwEvents + ev] = t;
-    }
-  }
+  if (a.timeline && static_cast<int>(threadIdx.x) == thread && linear_block() < kSwTimelineBlocks)
+    a.timeline[linear_block() * kSwEvents + ev] = globaltimer();
 #endif
 }
 
@@ -556,6 +551,14 @@ void launch(SwapAbArgs k, int groups, int passes, cudaStream_t stream) {
   launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, k);
 }
 
+// Whether stage 1 stages a call of M tokens by token (see the kernel): bf16 routed experts (more than one
+// group: one group is how the launcher spreads the shared expert's passes over the grid, and an
+// expert-parallel rank with a single local expert looks the same), a few tokens, a thread per (token, slot).
+// The launcher and swap_ab_routes_itself both ask it, so a self-routed call is always a by-token one.
+bool stages_by_token(const ExpertWeightsDev& w, int M, int top_k, int groups) {
+  return w.format == WFormat::Bf16 && groups > 1 && M >= 1 && M <= kByTokenMax && M * top_k <= kThreads;
+}
+
 template <int kStage>
 void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
   const bool fp8 = a.w.format == WFormat::Fp8Block;
@@ -569,9 +572,8 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
   // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
   const bool one_expert = a.max_groups == 1;
-  // Routed experts at a few tokens: stage 1 by token (one 8-column pass; see the kernel).
-  k.by_token = kStage == 1 && !fp8 && !one_expert && in.tokens >= 1 && in.tokens <= kByTokenMax &&
-               in.tokens * a.g.pair_div <= kThreads && (in.topk_ids || in.route);
+  k.by_token =
+      kStage == 1 && stages_by_token(a.w, in.tokens, a.g.pair_div, a.max_groups) && (in.topk_ids || in.route);
   k.tokens = in.tokens;
   k.topk_ids = in.topk_ids;
   if (kStage == 1 && in.route) {
@@ -621,15 +623,12 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }  // namespace
 
 bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int router_experts) {
-  // bf16 only: an fp8 stage 1 would quantise x itself, on the few warps the routing leaves free, and that
-  // measured slower than the prologue's 32 warps quantising it beside the routing (H200: fp8 M=1 29.2 vs
-  // 28.3 us, M=4 67.9 vs 60.9; bf16 M=1 30.6 vs 33.3).
-  // Routed experts as the launcher sees them: more than one group (one group is how it spreads the shared
-  // expert's passes over the grid; an expert-parallel rank with a single local expert looks the same).
-  const bool several_groups = std::min(w.num_experts, M * top_k) > 1;
-  return w.format == WFormat::Bf16 && several_groups && M >= 1 && M <= kBlockRouteMaxTokens &&
-         M <= kByTokenMax && M * top_k <= kBlockRouteMaxPairs && M * top_k <= kThreads &&
-         router_experts <= 32 * kBlockRoutePerLane && top_k <= 32;
+  // By token, so bf16 only: an fp8 stage 1 would quantise x itself, on the few warps the routing leaves
+  // free, and that measured slower than the prologue's 32 warps quantising it beside the routing (H200: fp8
+  // M=1 29.2 vs 28.3 us, M=4 67.9 vs 60.9; bf16 M=1 30.6 vs 33.3). The groups are the launcher's
+  // max_groups for routed experts.
+  return stages_by_token(w, M, top_k, std::min(w.num_experts, M * top_k)) && M <= kBlockRouteMaxTokens &&
+         M * top_k <= kBlockRouteMaxPairs && router_experts <= 32 * kBlockRoutePerLane && top_k <= 32;
 }
 
 int swap_ab_max_pass_tokens(const ExpertWeightsDev& w) {

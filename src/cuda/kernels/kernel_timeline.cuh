@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernel_timeline.h"
+#include "cuda/kernels/globaltimer.cuh"
 
 #ifdef MOE_KERNEL_TIMELINE
 namespace {
@@ -23,17 +24,11 @@ __device__ moe::cuda::KernelTimelineBuffer* g_kernel_timeline = nullptr;
 
 namespace moe::cuda {
 
-__device__ __forceinline__ unsigned long long timeline_now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 class KernelTimelineScope {
  public:
   __device__ explicit KernelTimelineScope(TimelineKind kind) : kind_(kind) {
     if (threadIdx.x == 0 && g_kernel_timeline) {
-      start_ = timeline_now();
+      start_ = globaltimer();
       // Launches of one kind never overlap in the decode step (another kernel always runs between two of
       // them), so every block of a launch reads the same count: the last block of the previous launch
       // raised it before this launch could start.
@@ -41,16 +36,15 @@ class KernelTimelineScope {
     }
   }
   __device__ void waited() {
-    if (threadIdx.x == 0) waited_ = timeline_now();
+    if (threadIdx.x == 0) waited_ = globaltimer();
   }
   __device__ ~KernelTimelineScope() {
     KernelTimelineBuffer* b = g_kernel_timeline;
     if (threadIdx.x != 0 || !b) return;
     const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     const unsigned slot = atomicAdd(&b->count, 1u);
     if (slot < kKernelTimelineRecords)
-      b->rec[slot] = {start_, waited_, timeline_now(), kind_, launch_, block, blocks};
+      b->rec[slot] = {start_, waited_, globaltimer(), kind_, launch_, linear_block(), blocks};
     __threadfence();
     if (atomicAdd(&b->done[kind_], 1u) == blocks - 1) {  // the launch's last block
       b->done[kind_] = 0;
