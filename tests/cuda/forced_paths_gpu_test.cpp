@@ -159,12 +159,13 @@ TEST_P(ForcedPathGpu, TensorParallelShardMatchesGemv) {
   }
 }
 
-// A few tokens on the swap-AB stages without a shared expert: stage 1 stages the call by token, and for bf16
-// routes and groups the call itself (no prologue launch). Routing and grouping are the prologue's arithmetic
-// and each MMA column its own dot product, so every output has the bits of the prologue path (and, past 8
-// tokens, of the pair-order staging: token 0 at M=1 against M=17), on one rank and on expert-parallel ranks
-// (where some picks belong to another rank, and a rank may serve none of a token's picks; with one local
-// expert the prologue runs); both match the reference.
+// A few tokens on the bf16 swap-AB stages without a shared expert: stage 1 stages the call by token and
+// routes and groups it itself (no prologue launch; fp8 runs the prologue both ways). Routing and grouping are
+// the prologue's arithmetic and each MMA column its own dot product, so every output has the bits of the
+// prologue path (SwapAbTokenBitsDoNotDependOnThePass compares the by-token staging at M=1 with the pair-order
+// staging past 8 tokens), on one rank and on expert-parallel ranks (where some picks belong to another rank,
+// and a rank may serve none of a token's picks; with one local expert the prologue runs); both match the
+// reference.
 TEST_P(ForcedPathGpu, SwapAbSelfRoutedEqualsPrologue) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const auto [f, path] = GetParam();
