@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
@@ -276,6 +277,52 @@ TEST_P(ForcedPathGpu, SwapAbTokenBitsDoNotDependOnThePass) {
     const std::vector<float> batch = run(layer, ws, g, M, path);
     EXPECT_EQ(0, std::memcmp(alone.data(), batch.data(), static_cast<size_t>(H) * 4)) << "token 0 at M=" << M;
   }
+}
+
+// The grouped GEMM's two tile kernels, wgmma (the default) and mma.sync: each against the reference from one
+// partial row tile per expert (M=1) to two tiles per expert (M=400: 200 pairs each) with a shared expert and
+// a K tail, each against the GEMV on a TP rank whose fp8 grid starts 64 into a block, and each twice with
+// the same bits.
+TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const auto [f, path] = GetParam();
+  if (path != cuda::GemmPath::Mma) GTEST_SKIP() << "grouped GEMM only";
+  constexpr int kM = 400;
+  const GpuCase g = make_case(f, kM, 8, 1024, 720, 4, 384);
+  const GpuCase g_tp = make_case(f, kM, 8, 1024, 1536, 4, 0);
+  const cuda::DeviceMoeLayer layer = upload_rank(g);
+  layout::Parallelism par;
+  par.tp_rank = 1;
+  par.tp_size = 8;
+  const cuda::DeviceMoeLayer layer_tp = upload_rank(g_tp, par);
+  cuda::MoeWorkspace ws(layer, kM), ws_tp(layer_tp, kM);
+  std::vector<float> ref(static_cast<size_t>(kM) * 1024);
+  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  const double tol = default_tolerance(g.c.config);
+  for (const bool wgmma : {true, false}) {
+    cuda::set_grouped_gemm_wgmma(wgmma);
+    const char* name = wgmma ? "wgmma" : "mma.sync";
+    for (int M : {1, 5, 130, kM}) {
+      const std::vector<float> out = run(layer, ws, g, M, path);
+      const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
+      std::printf("[%s %s] M=%-4d %s\n", name, std::string(format_name(f)).c_str(), M,
+                  verdict_line(cmp, tol).c_str());
+      EXPECT_EQ(non_finite(out), 0) << name << " M=" << M;
+      EXPECT_TRUE(cmp.passed(tol)) << name << " M=" << M << " " << verdict_line(cmp, tol);
+      const std::vector<float> tp_gemv = run(layer_tp, ws_tp, g_tp, M, cuda::GemmPath::Gemv);
+      const std::vector<float> tp = run(layer_tp, ws_tp, g_tp, M, path);
+      const Comparison tp_cmp = compare(tp.data(), tp_gemv.data(), static_cast<int64_t>(tp.size()));
+      std::printf("[%s %s] TP rank 1/8 (phase %d) M=%-4d vs GEMV: %s\n", name,
+                  std::string(format_name(f)).c_str(), layer_tp.experts().view.phase, M,
+                  verdict_line(tp_cmp, tol).c_str());
+      EXPECT_EQ(non_finite(tp), 0) << name << " TP M=" << M;
+      EXPECT_TRUE(tp_cmp.passed(tol)) << name << " TP M=" << M << " " << verdict_line(tp_cmp, tol);
+    }
+    const std::vector<float> a = run(layer, ws, g, kM, path);
+    const std::vector<float> b = run(layer, ws, g, kM, path);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << name << ": two runs differ";
+  }
+  cuda::set_grouped_gemm_wgmma(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -31,6 +31,12 @@ struct MmaScratch {
   int max_tiles;
 };
 
+// Whether the grouped GEMM's tiles run on wgmma (expert_wgmma.cu, sm_90a: fp8 on the tensor cores) rather
+// than mma.sync: on unless MOE_MMA_WGMMA=0 (read once); set_grouped_gemm_wgmma overrides it (the GPU tests
+// run both).
+bool grouped_gemm_uses_wgmma();
+void set_grouped_gemm_wgmma(bool on);
+
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
                        cudaStream_t stream);

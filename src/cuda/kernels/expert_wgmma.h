@@ -1,0 +1,14 @@
+#pragma once
+// The grouped GEMM's tiles on sm_90a warpgroup MMAs (expert_wgmma.cu): same arguments, tiles and outputs as
+// the mma.sync kernel of expert_mma.cu, which calls this where the device has wgmma (see
+// grouped_gemm_uses_wgmma in expert_mma.h).
+#include <cuda_runtime.h>
+
+namespace moe::cuda {
+
+struct MmaKernelArgs;
+
+// Stage `stage` (1 or 2) of the grouped GEMM over the tile list in `k`, for fp8 codes or bf16.
+void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream);
+
+}  // namespace moe::cuda
