@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mma_kernel(MmaKernelArgs a
   const int gid = lane / 4, tig = lane % 4;
   const int H = a.w.hidden, P = a.w.inter;
   extern __shared__ __align__(128) uint8_t smem[];
-  const MmaTileLoader<kFp8, kStage> loader(a, e, m0, m_end, n0);
+  const MmaTileLoader<kFp8, kStage, kThreads> loader(a, e, m0, m_end, n0, tid);
   const uint32_t smem0 = smem_addr(smem);
   auto load_step = [&](int slot, int step) { loader.load(a, smem0 + slot * kStageBytes, step); };
 

@@ -56,65 +56,80 @@ __device__ __forceinline__ int weight_row(const ExpertWeightsDev& w, int n0, int
   return *n < w.hidden ? *n : -1;
 }
 
-// One thread's share of filling a pipeline slot: 16-byte chunk tid % 8 of tile rows tid / 8 + 32 i of A
-// and of B, and for fp8 one scale (thread t < 128: A row t's, else weight row t - 128's). The row addresses
-// are found once per block; each K step only adds its offset.
-template <bool kFp8, int kStage>
+// One thread's share of filling a pipeline slot when kCopyThreads threads fill it: 16-byte chunk tid % 8 of
+// tile rows tid / 8 + (kCopyThreads / 8) i of A and of B, and for fp8 the scales q = tid + kCopyThreads u of
+// the step (q < 128: A row q's, else weight row q - 128's). The rows are found once per block (as 32-bit
+// offsets from the operands' bases); each K step only adds its offset.
+template <bool kFp8, int kStage, int kCopyThreads>
 struct MmaTileLoader {
+  static_assert(kCopyThreads == 128 || kCopyThreads == 256, "copy geometry");
   static constexpr int kEsz = kFp8 ? 1 : 2;
   static constexpr int kStepElems = kTileRowBytes / kEsz, kChunkElems = 16 / kEsz;
-  const uint8_t* a_row[4];
-  const uint8_t* b_row[4];
-  const float* s_row = nullptr;
-  unsigned ok_mask = 0;
-  bool s_ok = false;
+  static constexpr int kRows = kMmaBM * 8 / kCopyThreads, kRowStride = kCopyThreads / 8;
+  static constexpr int kScales = kFp8 ? (kMmaBM + kMmaBN) / kCopyThreads : 0;
+  const uint8_t* a_base;
+  const uint8_t* w_base;
+  uint32_t a_off[kRows], b_off[kRows];  // bytes from a_base / w_base (every operand is under 4 GB)
+  const float* s_row[kScales > 0 ? kScales : 1];
+  unsigned ok_mask = 0;  // bit i: A row i exists; bit 16 + i: B row i; bit 24 + u: scale u
+  int tid;
 
-  __device__ MmaTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0) {
-    const int tid = threadIdx.x;
+  __device__ MmaTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int thread)
+      : tid(thread) {
     const int H = a.w.hidden, P = a.w.inter;
     const size_t w_rows = static_cast<size_t>(kStage == 1 ? 2 * P : H);
-    const uint8_t* wbase = (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * w_rows * a.k * kEsz;
+    a_base = a.a;
+    w_base = (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * w_rows * a.k * kEsz;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = tid / 8 + 32 * i;
+    for (int i = 0; i < kRows; ++i) {
+      const int r = tid / 8 + kRowStride * i;
       const bool aok = m0 + r < m_end;
-      a_row[i] = a.a + (aok ? static_cast<size_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0);
+      a_off[i] = aok ? static_cast<uint32_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0;
       int half, n;
       const int wr = weight_row<kStage>(a.w, n0, r, &half, &n);
-      b_row[i] = wbase + (wr >= 0 ? static_cast<size_t>(wr) * a.k * kEsz : 0);
+      b_off[i] = wr >= 0 ? static_cast<uint32_t>(wr) * a.k * kEsz : 0;
       ok_mask |= (aok ? 1u : 0u) << i;
-      ok_mask |= (wr >= 0 ? 1u : 0u) << (4 + i);
+      ok_mask |= (wr >= 0 ? 1u : 0u) << (16 + i);
     }
-    if (!kFp8) return;
-    if (tid < kMmaBM) {
-      s_ok = m0 + tid < m_end;
-      s_row = a.a_scales + (s_ok ? static_cast<size_t>(a.sorted_pairs[m0 + tid] / a.a_div) * a.a_groups : 0);
-      return;
+#pragma unroll
+    for (int u = 0; u < kScales; ++u) {
+      const int q = tid + kCopyThreads * u;
+      bool ok;
+      if (q < kMmaBM) {
+        ok = m0 + q < m_end;
+        s_row[u] = a.a_scales + (ok ? static_cast<size_t>(a.sorted_pairs[m0 + q] / a.a_div) * a.a_groups : 0);
+      } else {
+        int half, n;
+        const int wr = weight_row<kStage>(a.w, n0, q - kMmaBM, &half, &n);
+        ok = wr >= 0;
+        const int hb = (H + 127) / 128, sb = a.w.scale_blocks;
+        const float* ws = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+        s_row[u] = !ok ? ws
+                   : kStage == 1
+                       ? ws + (static_cast<size_t>(e) * 2 * sb + half * sb + (n + a.w.phase) / 128) * hb
+                       : ws + (static_cast<size_t>(e) * hb + n / 128) * sb;
+      }
+      ok_mask |= (ok ? 1u : 0u) << (24 + u);
     }
-    int half, n;
-    const int wr = weight_row<kStage>(a.w, n0, tid - kMmaBM, &half, &n);
-    s_ok = wr >= 0;
-    const int hb = (H + 127) / 128, sb = a.w.scale_blocks;
-    const float* ws = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
-    s_row = !s_ok         ? ws
-            : kStage == 1 ? ws + (static_cast<size_t>(e) * 2 * sb + half * sb + (n + a.w.phase) / 128) * hb
-                          : ws + (static_cast<size_t>(e) * hb + n / 128) * sb;
   }
 
   // K step `step` into the slot at shared address `base` (asynchronously; the caller commits).
   __device__ void load(const MmaKernelArgs& a, uint32_t base, int step) const {
-    const int tid = threadIdx.x, chunk = tid % 8;
+    const int chunk = tid % 8;
     const int kc = step * kStepElems - a.k_phase + chunk * kChunkElems;
     const bool k_ok = kc >= 0 && kc < a.k;
-    const size_t koff = static_cast<size_t>(k_ok ? kc : 0) * kEsz;
+    const uint32_t koff = static_cast<uint32_t>(k_ok ? kc : 0) * kEsz;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = tid / 8 + 32 * i;
-      cp_async16(base + swizzled(r, chunk), a_row[i] + koff, k_ok && (ok_mask >> i & 1u));
-      cp_async16(base + kMmaTileBytes + swizzled(r, chunk), b_row[i] + koff,
-                 k_ok && (ok_mask >> (4 + i) & 1u));
+    for (int i = 0; i < kRows; ++i) {
+      const int r = tid / 8 + kRowStride * i;
+      cp_async16(base + swizzled(r, chunk), a_base + a_off[i] + koff, k_ok && (ok_mask >> i & 1u));
+      cp_async16(base + kMmaTileBytes + swizzled(r, chunk), w_base + b_off[i] + koff,
+                 k_ok && (ok_mask >> (16 + i) & 1u));
     }
-    if (kFp8) cp_async4(base + 2 * kMmaTileBytes + tid * 4, s_row + step, s_ok);
+#pragma unroll
+    for (int u = 0; u < kScales; ++u)
+      cp_async4(base + 2 * kMmaTileBytes + (tid + kCopyThreads * u) * 4, s_row[u] + step,
+                ok_mask >> (24 + u) & 1u);
   }
 };
 

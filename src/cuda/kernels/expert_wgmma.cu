@@ -1,22 +1,23 @@
 // The grouped GEMM's tiles on sm_90a's warpgroup MMA (wgmma), which runs fp8 on the tensor cores (Hopper's
 // mma.sync e4m3 is emulated through f16 HMMAs: expert_mma.cu's kernel reached 160 TFLOP/s at M=4096). Same
 // tiles, operand copies and outputs as expert_mma.cu (expert_mma_tile.cuh): 128 pairs x 128 weight rows per
-// block, a 4-stage cp.async pipeline of swizzled 128-byte rows, which is the layout wgmma reads with its
-// 128-byte swizzle. Warpgroup g (threads 128g..128g+127) owns tile rows 64g..64g+63 and all 128 columns: per
-// K step four m64n128 instructions of 32 bytes of K. For fp8 each K step (one 128-wide scale block) goes into
-// a fresh fp32 partial that is added to the result times the block's activation and weight scales, as the
-// mma.sync kernel does; bf16 accumulates straight into the result. No split K, no atomics: the same bits on
-// every run.
+// work item, K steps of one swizzled 128-byte row per tile row, which is the layout wgmma reads with its
+// 128-byte swizzle. Consumer warpgroup c owns tile rows 64c..64c+63 and all 128 columns: per K step four
+// m64n128 instructions of 32 bytes of K. For fp8 each K step (one 128-wide scale block) goes into a fresh
+// fp32 partial that is added to the result times the block's activation and weight scales, as the mma.sync
+// kernel does; bf16 accumulates straight into the result. No split K, no atomics: the same bits on every run.
 #include "cuda/kernels/expert_wgmma.h"
+
+#include <algorithm>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_mma_tile.cuh"
+#include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 
 namespace moe::cuda {
 namespace {
 
-constexpr int kStages = 4;
 // wgmma's swizzle is a function of the shared address: every slot's tiles start on 1024-byte boundaries.
 constexpr int kSwizzleAlign = 1024;
 
@@ -25,84 +26,11 @@ constexpr int slot_bytes() {
   return (mma_stage_bytes<kFp8>() + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 
-template <bool kFp8>
-constexpr int smem_bytes() {
-  return kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-}
-
-template <bool kFp8, int kStage>
-__global__ void __launch_bounds__(kMmaThreads, 1) expert_wgmma_kernel(MmaKernelArgs a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if (static_cast<int>(blockIdx.x) >= *a.num_tiles) return;
-  constexpr int kSlot = slot_bytes<kFp8>();
-  const int2 tile = a.tiles[blockIdx.x];
-  const int e = tile.x, m0 = tile.y, m_end = a.offsets[e + 1];
-  const int n0 = blockIdx.y * (kStage == 1 ? kMmaBN / 2 : kMmaBN);
-  const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32, wq = (tid % 128) / 32;
-  const int gid = lane / 4, tig = lane % 4;
-  extern __shared__ __align__(128) uint8_t smem_raw[];
-  const uint32_t raw0 = smem_addr(smem_raw);
-  const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
-  const uint8_t* smem = smem_raw + (smem0 - raw0);
-  const MmaTileLoader<kFp8, kStage> loader(a, e, m0, m_end, n0);
-
-  float acc[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < a.steps) loader.load(a, smem0 + s * kSlot, s);
-    cp_async_commit();
-  }
-
-  // This thread's two tile rows (accumulator halves h = 0, 1).
-  const int row0 = 64 * wg + 16 * wq + gid;
-  for (int step = 0; step < a.steps; ++step) {
-    cp_async_wait<kStages - 2>();
-    fence_proxy_async_shared();  // this thread's copies of the step, before the wgmma reads them
-    __syncthreads();  // every thread's copies are in; everyone's wgmma of the slot refilled next are done
-    if (step + kStages - 1 < a.steps)
-      loader.load(a, smem0 + ((step + kStages - 1) % kStages) * kSlot, step + kStages - 1);
-    cp_async_commit();
-
-    const int slot = step % kStages;
-    const uint32_t a_base = smem0 + slot * kSlot + wg * 64 * kTileRowBytes;
-    const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
-    if constexpr (kFp8) {
-      float part[64];
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-        wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks), wgmma_desc_sw128(b_base + 32 * ks),
-                                ks > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operands(part);
-      const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
-      const float* sb = sa + kMmaBM;
-      const float sa0 = sa[row0], sa1 = sa[row0 + 8];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
-        acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
-        acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
-        acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
-        acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
-      }
-    } else {
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-        wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks), wgmma_desc_sw128(b_base + 32 * ks),
-                                 true);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc);
-    }
-  }
-  cp_async_wait<0>();
-
+// A finished tile's outputs from a warpgroup's accumulators: this thread's rows row0 and row0 + 8, its
+// columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
+template <int kStage>
+__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int row0,
+                                           int tig, const float (&acc)[64]) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -128,19 +56,131 @@ __global__ void __launch_bounds__(kMmaThreads, 1) expert_wgmma_kernel(MmaKernelA
       }
     }
   }
+}
+
+// One block per SM walks the work items (row tile, column block) blockIdx.x, + gridDim.x, ... Warpgroup 0
+// copies (cp.async into a ring of kStages slots, each thread arriving on the slot's `full` barrier once its
+// copies landed) and warpgroups 1 and 2 multiply, each warp releasing the slot on its `empty` barrier when
+// its wgmma are done and its scales read. The ring runs on across work items, so the copies of the next item
+// overlap the current one's last steps and its output stores (a block per item left the SM idle while its
+// pipeline filled), and the consumers never meet at a block-wide barrier: one's promotion overlaps the
+// other's wgmma. The copier gives registers to the consumers (setmaxnreg; 80 is the least at which its row
+// offsets do not spill).
+constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+
+// Work item `item`'s tile: expert, first pair, end of the expert's pairs, first output column.
+struct WorkItem {
+  int e, m0, m_end, n0;
+};
+
+template <int kStage>
+__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, int n_blocks) {
+  const int2 tile = a.tiles[item / n_blocks];
+  return {tile.x, tile.y, a.offsets[tile.x + 1], (item % n_blocks) * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
+}
+
+template <bool kFp8, int kStage>
+__global__ void __launch_bounds__(kThreads, 1) expert_wgmma_kernel(MmaKernelArgs a, int n_blocks) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int items = *a.num_tiles * n_blocks;
+  if (static_cast<int>(blockIdx.x) >= items) return;
+  constexpr int kSlot = slot_bytes<kFp8>();
+  __shared__ uint64_t full[kStages], empty[kStages];
+  const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  const uint32_t raw0 = smem_addr(smem_raw);
+  const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
+  const uint8_t* smem = smem_raw + (smem0 - raw0);
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 128);  // every copier thread
+      mbar_init(&empty[s], 8);   // every consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
+    int ring = 0;  // the block's K steps so far: slot ring % kStages, its round ring / kStages
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const WorkItem w = work_item<kStage>(a, item, n_blocks);
+      const MmaTileLoader<kFp8, kStage, 128> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
+      for (int step = 0; step < a.steps; ++step, ++ring) {
+        const int slot = ring % kStages, round = ring / kStages;
+        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        loader.load(a, smem0 + slot * kSlot, step);
+        cp_async_mbar_arrive(&full[slot]);
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
+  const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
+  const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
+  int ring = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const WorkItem w = work_item<kStage>(a, item, n_blocks);
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    for (int step = 0; step < a.steps; ++step, ++ring) {
+      const int slot = ring % kStages, round = ring / kStages;
+      mbar_wait(&full[slot], round & 1);
+      fence_proxy_async_shared();  // the copies (generic proxy) before this warpgroup's wgmma reads them
+      const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+      const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
+      if constexpr (kFp8) {
+        float part[64];
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
+                                  wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(part);
+        const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+        const float* sb = sa + kMmaBM;
+        const float sa0 = sa[row0], sa1 = sa[row0 + 8];
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
+          acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
+          acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
+          acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
+          acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
+        }
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
+                                   wgmma_desc_sw128(b_base + 32 * ks), true);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
+    store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
+  }
 #else
-  __trap();  // built for a target without wgmma: launch_wgmma_gemm is only called where it exists
+  __trap();
 #endif
 }
 
 template <bool kFp8, int kStage>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
-  const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>((out + per_block - 1) / per_block));
-  constexpr int smem = smem_bytes<kFp8>();
+  const int n_blocks = (out + per_block - 1) / per_block;
+  constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
   auto kernel = expert_wgmma_kernel<kFp8, kStage>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<grid, kMmaThreads, smem, stream>>>(k);
+  // One block per SM (no more than the most work items there can be); each walks its items.
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks);
   MOE_CUDA_CHECK_LAUNCH();
 }
 
