@@ -342,6 +342,8 @@ namespace {
 // Below this many tokens the swap-AB stages measured faster than the grouped GEMM on every shape (H200); from
 // here to mma_min_tokens() Auto picks between them by the layer's shape (use_swap_ab).
 constexpr int kSwapAbAlwaysBelow = 128;
+// From kSwapAbAlwaysBelow tokens, the mean pairs per expert from which Auto prefers the grouped GEMM.
+constexpr int kSwapAbMaxMeanPairs = 12;
 
 // swap_ab_declined: Auto takes the grouped GEMM from kSwapAbAlwaysBelow tokens wherever the swap-AB stages do
 // not run.
@@ -389,11 +391,15 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
   if (path == GemmPath::SwapAb || M < kSwapAbAlwaysBelow) return true;
   // From there Auto keeps the swap-AB stages only where they measured faster than the grouped GEMM on
-  // the H200: the busiest expert in one pass, and H <= 4096 (DeepSeek's H = 7168 fits one block per SM and
-  // was slower at M = 256: 1467 vs 1048 us fp8).
+  // the H200: the busiest expert in one pass, H <= 4096 (DeepSeek's H = 7168 fits one block per SM and was
+  // slower at M = 256: 1467 vs 1048 us fp8), and fewer than kSwapAbMaxMeanPairs pairs per expert (the
+  // persistent wgmma GEMM was faster from 12: Qwen3-30B-A3B fp8 M=192 298.3 vs 306.8 us, M=256 300.6 vs
+  // 319.3; at 8 the swap-AB stages were: M=128 213.7 vs 279.8, Qwen3-Next M=256 (5 per expert) 557 vs 737).
   const int K = layer.config().router.top_k;
-  return layer.hidden() <= 4096 && busiest_expert_pairs(M, K, layer.num_experts(), false) <=
-                                       swap_ab_max_pass_tokens(layer.experts().view);
+  const bool few_per_expert = M * K < kSwapAbMaxMeanPairs * layer.router_experts();
+  return few_per_expert && layer.hidden() <= 4096 &&
+         busiest_expert_pairs(M, K, layer.num_experts(), false) <=
+             swap_ab_max_pass_tokens(layer.experts().view);
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -239,6 +240,85 @@ TEST(FusedMoeGpuRouting, TiedLogitsPickTheLowerExpert) {
     }
     MOE_CUDA_CHECK(cudaStreamDestroy(stream));
   }
+}
+
+// The grouping of a call with many pairs (the route kernel, then the align kernel), read back from the
+// workspace, on one rank and on the second of two expert-parallel ranks (half of the picks belong to the
+// other rank): each expert's range of sorted_pairs holds exactly the pairs routed to it (in some order); the
+// offsets are the counts' prefix sums; the active list is the experts with pairs, in order, with their first
+// positions in slot_begin and -1 / the total past them.
+TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  CaseSpec spec;
+  spec.config.format = WeightFormat::Bf16;
+  spec.config.act_quant = ActQuant::None;
+  spec.config.router.top_k = 8;
+  spec.M = 1024;
+  spec.E = 128;
+  spec.H = 256;
+  spec.I = 128;
+  spec.seed = 11;
+  spec.compute_expected = false;
+  const GeneratedCase g = generate_case(spec);
+  MemorySource src(g.tensors);
+  const MoeCase c = build_case(g.metadata, src);
+  const int M = static_cast<int>(spec.M), H = static_cast<int>(spec.H), K = 8;
+  std::vector<uint16_t> xb(static_cast<size_t>(M) * H);
+  for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(c.x.as<float>()[i]);
+  cuda::DeviceBuffer x(xb.size() * 2), logits(c.router_logits.nbytes());
+  x.upload(xb.data(), xb.size() * 2);
+  logits.upload(c.router_logits.data, c.router_logits.nbytes());
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreate(&stream));
+  for (const int ep : {1, 2}) {
+    layout::Parallelism par;
+    par.ep_size = ep;
+    par.ep_rank = ep - 1;
+    const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(c), par);
+    const layout::RankWeights rank = layout::shard_moe_weights(c.weights, plan);
+    cuda::DeviceMoeLayer layer(c.config, rank);
+    cuda::MoeWorkspace ws(layer, M);
+    run_gpu(layer, ws, x, logits, M, H, stream);
+    const int E = layer.num_experts(), P = M * K;
+    const auto fetch = [](const cuda::DeviceBuffer& b, size_t n) {
+      std::vector<int> v(n);
+      MOE_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), n * 4, cudaMemcpyDeviceToHost));
+      return v;
+    };
+    const std::vector<int> ids = fetch(ws.topk_ids, P), offsets = fetch(ws.offsets, E + 1),
+                           sorted = fetch(ws.sorted_pairs, P), active = fetch(ws.active, E),
+                           num_active = fetch(ws.num_active, 1), slot_begin = fetch(ws.slot_begin, E + 1);
+    std::vector<std::vector<int>> want(E);
+    for (int p = 0; p < P; ++p)
+      if (ids[p] >= 0 && ids[p] < E) want[ids[p]].push_back(p);  // in pair order
+    int at = 0, n_active = 0, local_pairs = 0;
+    for (int e = 0; e < E; ++e) {
+      ASSERT_EQ(offsets[e], at) << "EP " << ep << " expert " << e;
+      std::vector<int> got(sorted.begin() + offsets[e], sorted.begin() + offsets[e] + want[e].size());
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, want[e]) << "EP " << ep << " expert " << e;
+      if (!want[e].empty()) {
+        EXPECT_EQ(active[n_active], e) << "EP " << ep;
+        EXPECT_EQ(slot_begin[n_active], at) << "EP " << ep;
+        ++n_active;
+      }
+      at += static_cast<int>(want[e].size());
+      local_pairs += static_cast<int>(want[e].size());
+    }
+    EXPECT_EQ(offsets[E], at) << "EP " << ep;
+    EXPECT_EQ(num_active[0], n_active) << "EP " << ep;
+    for (int i = n_active; i < E; ++i) {
+      EXPECT_EQ(active[i], -1) << "EP " << ep << " slot " << i;
+      EXPECT_EQ(slot_begin[i], at) << "EP " << ep << " slot " << i;
+    }
+    if (ep == 2) {
+      EXPECT_LT(local_pairs, P) << "the other rank should hold some picks";
+    }
+    std::printf(
+        "[grouping] EP %d: %d pairs on this rank over %d active experts, each expert's pairs complete\n", ep,
+        local_pairs, n_active);
+  }
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale

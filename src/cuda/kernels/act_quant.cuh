@@ -64,29 +64,36 @@ __device__ __forceinline__ void warp_load_quantize_group(AQuant q, const uint16_
   warp_quantize_group(q, dst, g0, g1);
 }
 
-// One warp quantises the bf16 values src[g0, g1) of one group (g1 - g0 <= 128; g0, g1 multiples of 4):
-// e4m3 codes to dst[g0, g1); returns the group's scale to every lane.
-__device__ __forceinline__ float warp_quantize_fp8_codes(const uint16_t* src, int g0, int g1, uint8_t* dst) {
+// This lane's four bf16 values of group [g0, g1) (g1 - g0 <= 128; g0, g1 multiples of 4): src[k..k+3] with
+// k = g0 + 4 lane, as raw bits; zeros for a lane past the group's end.
+__device__ __forceinline__ uint2 lane_group_bits(const uint16_t* src, int g0, int g1) {
   const int k = g0 + static_cast<int>(threadIdx.x % 32) * 4;
-  const bool mine = k < g1;
-  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (mine) {
-    const uint2 raw = *reinterpret_cast<const uint2*>(src + k);
-    v[0] = bf16_to_f32(static_cast<uint16_t>(raw.x & 0xffffu));
-    v[1] = bf16_to_f32(static_cast<uint16_t>(raw.x >> 16));
-    v[2] = bf16_to_f32(static_cast<uint16_t>(raw.y & 0xffffu));
-    v[3] = bf16_to_f32(static_cast<uint16_t>(raw.y >> 16));
-  }
+  return k < g1 ? *reinterpret_cast<const uint2*>(src + k) : make_uint2(0u, 0u);
+}
+
+// The group's e4m3 codes from every lane's lane_group_bits: to dst[k..k+3] for the lanes inside the group;
+// returns the group's scale to every lane. Called by all 32 lanes of one warp.
+__device__ __forceinline__ float warp_fp8_codes_from_bits(uint2 raw, int g0, int g1, uint8_t* dst) {
+  const int k = g0 + static_cast<int>(threadIdx.x % 32) * 4;
+  const float v[4] = {
+      bf16_to_f32(static_cast<uint16_t>(raw.x & 0xffffu)), bf16_to_f32(static_cast<uint16_t>(raw.x >> 16)),
+      bf16_to_f32(static_cast<uint16_t>(raw.y & 0xffffu)), bf16_to_f32(static_cast<uint16_t>(raw.y >> 16))};
   float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
   amax = warp_max(amax);
   const float s = fp8_group_scale(amax);
-  if (mine) {
+  if (k < g1) {
     uint32_t packed = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) packed |= static_cast<uint32_t>(fp8_code(v[j], s)) << (8 * j);
     *reinterpret_cast<uint32_t*>(dst + k) = packed;
   }
   return s;
+}
+
+// One warp quantises the bf16 values src[g0, g1) of one group (g1 - g0 <= 128; g0, g1 multiples of 4):
+// e4m3 codes to dst[g0, g1); returns the group's scale to every lane.
+__device__ __forceinline__ float warp_quantize_fp8_codes(const uint16_t* src, int g0, int g1, uint8_t* dst) {
+  return warp_fp8_codes_from_bits(lane_group_bits(src, g0, g1), g0, g1, dst);
 }
 
 }  // namespace moe::cuda
