@@ -1,7 +1,8 @@
 #pragma once
-// 1-D bulk copies global -> shared by the tensor memory accelerator (sm_90): one instruction moves a whole
-// contiguous run (16-byte aligned, a multiple of 16 bytes), and its bytes complete a transaction count on an
-// mbarrier. Few, large copies keep hundreds of kilobytes in flight per SM without holding registers.
+// Bulk copies global -> shared by the tensor memory accelerator (sm_90): one instruction moves a whole
+// contiguous run (16-byte aligned, a multiple of 16 bytes) or a 2-D box of a tensor map, and its bytes
+// complete a transaction count on an mbarrier. Few, large copies keep hundreds of kilobytes in flight per SM
+// without holding registers.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,6 +34,18 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
       "[%3], "
       "%4;" ::"r"(shared_addr(dst)),
       "l"(src), "r"(bytes), "r"(shared_addr(bar)), "l"(policy)
+      : "memory");
+}
+
+// A 2-D box of the tensor map at `map` (a __grid_constant__ kernel parameter; coordinates: element c0 of a
+// row, row c1; outside the tensor zeros) into shared memory at `dst` (1024-byte aligned for the 128-byte
+// swizzle); its bytes complete a transaction count on `bar`.
+__device__ __forceinline__ void tma_box_to_shared(uint32_t dst, const void* map, int c0, int c1,
+                                                  uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(shared_addr(bar))
       : "memory");
 }
 

@@ -59,8 +59,9 @@ __device__ __forceinline__ int weight_row(const ExpertWeightsDev& w, int n0, int
 // One thread's share of filling a pipeline slot when kCopyThreads threads fill it: 16-byte chunk tid % 8 of
 // tile rows tid / 8 + (kCopyThreads / 8) i of A and of B, and for fp8 the scales q = tid + kCopyThreads u of
 // the step (q < 128: A row q's, else weight row q - 128's). The rows are found once per block (as 32-bit
-// offsets from the operands' bases); each K step only adds its offset.
-template <bool kFp8, int kStage, int kCopyThreads>
+// offsets from the operands' bases); each K step only adds its offset. Without kCopyB the B tile is left to
+// the caller (the wgmma kernel copies it by the tensor memory accelerator); its scales are still copied here.
+template <bool kFp8, int kStage, int kCopyThreads, bool kCopyB = true>
 struct MmaTileLoader {
   static_assert(kCopyThreads == 128 || kCopyThreads == 256, "copy geometry");
   static constexpr int kEsz = kFp8 ? 1 : 2;
@@ -69,7 +70,7 @@ struct MmaTileLoader {
   static constexpr int kScales = kFp8 ? (kMmaBM + kMmaBN) / kCopyThreads : 0;
   const uint8_t* a_base;
   const uint8_t* w_base;
-  uint32_t a_off[kRows], b_off[kRows];  // bytes from a_base / w_base (every operand is under 4 GB)
+  uint32_t a_off[kRows], b_off[kCopyB ? kRows : 1];  // bytes from a_base / w_base (each under 4 GB)
   const float* s_row[kScales > 0 ? kScales : 1];
   unsigned ok_mask = 0;  // bit i: A row i exists; bit 16 + i: B row i; bit 24 + u: scale u
   int tid;
@@ -85,11 +86,13 @@ struct MmaTileLoader {
       const int r = tid / 8 + kRowStride * i;
       const bool aok = m0 + r < m_end;
       a_off[i] = aok ? static_cast<uint32_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0;
-      int half, n;
-      const int wr = weight_row<kStage>(a.w, n0, r, &half, &n);
-      b_off[i] = wr >= 0 ? static_cast<uint32_t>(wr) * a.k * kEsz : 0;
       ok_mask |= (aok ? 1u : 0u) << i;
-      ok_mask |= (wr >= 0 ? 1u : 0u) << (16 + i);
+      if constexpr (kCopyB) {
+        int half, n;
+        const int wr = weight_row<kStage>(a.w, n0, r, &half, &n);
+        b_off[i] = wr >= 0 ? static_cast<uint32_t>(wr) * a.k * kEsz : 0;
+        ok_mask |= (wr >= 0 ? 1u : 0u) << (16 + i);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kScales; ++u) {
@@ -123,8 +126,9 @@ struct MmaTileLoader {
     for (int i = 0; i < kRows; ++i) {
       const int r = tid / 8 + kRowStride * i;
       cp_async16(base + swizzled(r, chunk), a_base + a_off[i] + koff, k_ok && (ok_mask >> i & 1u));
-      cp_async16(base + kMmaTileBytes + swizzled(r, chunk), w_base + b_off[i] + koff,
-                 k_ok && (ok_mask >> (16 + i) & 1u));
+      if constexpr (kCopyB)
+        cp_async16(base + kMmaTileBytes + swizzled(r, chunk), w_base + b_off[i] + koff,
+                   k_ok && (ok_mask >> (16 + i) & 1u));
     }
 #pragma unroll
     for (int u = 0; u < kScales; ++u)
