@@ -43,23 +43,16 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
   return warp_sums[warp] + incl - v;
 }
 
-// `ids` may be in global or shared memory and must be complete (a __syncthreads() after writing it).
-__device__ __forceinline__ void block_align(const int* ids, const AlignArgs& a, AlignShared& s) {
+// The grouping's per-expert arrays from thread e's count c of expert e (every thread of the block calls it;
+// blockDim.x == kAlignThreads >= E): offsets, the active list and each active slot's first pair, the number
+// active. Returns expert e's first position in sorted_pairs.
+__device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, int* warp_sums) {
   const int E = a.num_experts, e = threadIdx.x;
-  s.counts[e] = 0;
-  __syncthreads();
-  for (int p = threadIdx.x; p < a.n_pairs; p += blockDim.x) {
-    const int id = ids[p];
-    if (id >= 0 && id < E) atomicAdd(&s.counts[id], 1);
-  }
-  __syncthreads();
-  const int c = e < E ? s.counts[e] : 0;
   int total = 0, active_total = 0;
-  const int start = block_exclusive_scan(c, s.warp_sums, &total);
-  const int active_pos = block_exclusive_scan(c > 0 ? 1 : 0, s.warp_sums, &active_total);
+  const int start = block_exclusive_scan(c, warp_sums, &total);
+  const int active_pos = block_exclusive_scan(c > 0 ? 1 : 0, warp_sums, &active_total);
   if (e < E) {
     a.offsets[e] = start;
-    s.cursor[e] = start;
     if (c > 0) {
       a.active[active_pos] = e;
       a.slot_begin[active_pos] = start;
@@ -72,6 +65,22 @@ __device__ __forceinline__ void block_align(const int* ids, const AlignArgs& a, 
     a.offsets[E] = total;
     *a.num_active = active_total;
   }
+  return start;
+}
+
+// `ids` may be in global or shared memory and must be complete (a __syncthreads() after writing it).
+__device__ __forceinline__ void block_align(const int* ids, const AlignArgs& a, AlignShared& s) {
+  const int E = a.num_experts, e = threadIdx.x;
+  s.counts[e] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < a.n_pairs; p += blockDim.x) {
+    const int id = ids[p];
+    if (id >= 0 && id < E) atomicAdd(&s.counts[id], 1);
+  }
+  __syncthreads();
+  const int c = e < E ? s.counts[e] : 0;
+  const int start = write_expert_grouping(a, c, s.warp_sums);
+  if (e < E) s.cursor[e] = start;
   __syncthreads();
   for (int p = threadIdx.x; p < a.n_pairs; p += blockDim.x) {
     const int id = ids[p];
