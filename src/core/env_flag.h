@@ -2,6 +2,7 @@
 // On/off switches read from the environment (measuring and debugging knobs such as MOE_FUSED=1): set and a
 // non-zero integer means on. Callers that read a switch on a hot path keep the answer in a static.
 #include <cstdlib>
+#include <cstring>
 
 namespace moe {
 
@@ -9,5 +10,24 @@ inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && std::atoi(v) != 0;
 }
+
+// A default-on switch that NAME=0 in the environment turns off (read at the first get()), and that code may
+// set (tests that compare both settings).
+class EnvSwitch {
+ public:
+  explicit EnvSwitch(const char* name) : name_(name) {}
+  bool get() {
+    if (state_ < 0) {
+      const char* v = std::getenv(name_);
+      state_ = v && std::strcmp(v, "0") == 0 ? 0 : 1;
+    }
+    return state_ == 1;
+  }
+  void set(bool on) { state_ = on ? 1 : 0; }
+
+ private:
+  const char* name_;
+  int state_ = -1;  // -1: not read yet
+};
 
 }  // namespace moe

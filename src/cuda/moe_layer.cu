@@ -268,19 +268,15 @@ bool fused_by_default() {
 }
 
 namespace {
-int self_route_setting = -1;  // -1: from the environment
+EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 }  // namespace
 
 bool swap_ab_self_route() {
-  if (self_route_setting < 0) {
-    const char* v = std::getenv("MOE_SWAP_AB_SELF_ROUTE");
-    self_route_setting = v && std::string(v) == "0" ? 0 : 1;
-  }
-  return self_route_setting == 1;
+  return self_route_switch.get();
 }
 
 void set_swap_ab_self_route(bool on) {
-  self_route_setting = on ? 1 : 0;
+  self_route_switch.set(on);
 }
 
 namespace {

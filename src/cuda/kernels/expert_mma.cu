@@ -7,10 +7,9 @@
 #include "cuda/kernels/expert_mma.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "core/codecs.h"
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
@@ -203,20 +202,16 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   launch_gemm<kFp8, 2>(k, s.max_tiles, stream);
 }
 
-int wgmma_setting = -1;  // -1: from the environment
+EnvSwitch wgmma_switch("MOE_MMA_WGMMA");
 
 }  // namespace
 
 bool grouped_gemm_uses_wgmma() {
-  if (wgmma_setting < 0) {
-    const char* v = std::getenv("MOE_MMA_WGMMA");
-    wgmma_setting = v && std::string(v) == "0" ? 0 : 1;
-  }
-  return wgmma_setting == 1;
+  return wgmma_switch.get();
 }
 
 void set_grouped_gemm_wgmma(bool on) {
-  wgmma_setting = on ? 1 : 0;
+  wgmma_switch.set(on);
 }
 
 bool mma_supported(WFormat f, AQuant q) {
