@@ -67,6 +67,21 @@ CaseSpec spec_for(const NamedShape& s, WeightFormat f, int64_t M) {
 }
 
 // Rows of the output the reference checks at a given M: all of them for small M, else an even sample.
+// A small bf16 routing case (E=128, top 8, H=256, I=128) of M tokens: the routing tests' shape.
+CaseSpec routing_spec(int64_t M, uint64_t seed) {
+  CaseSpec spec;
+  spec.config.format = WeightFormat::Bf16;
+  spec.config.act_quant = ActQuant::None;
+  spec.config.router.top_k = 8;
+  spec.M = M;
+  spec.E = 128;
+  spec.H = 256;
+  spec.I = 128;
+  spec.seed = seed;
+  spec.compute_expected = false;
+  return spec;
+}
+
 std::vector<int64_t> sampled_rows(int64_t M) {
   std::vector<int64_t> rows;
   if (M <= 64) {
@@ -194,17 +209,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FusedMoeGpu,
 TEST(FusedMoeGpuRouting, TiedLogitsPickTheLowerExpert) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   for (RouterKind kind : {RouterKind::SoftmaxTopk, RouterKind::TopkSoftmax}) {
-    CaseSpec spec;
-    spec.config.format = WeightFormat::Bf16;
-    spec.config.act_quant = ActQuant::None;
+    CaseSpec spec = routing_spec(32, 7);
     spec.config.router.kind = kind;
-    spec.config.router.top_k = 8;
-    spec.M = 32;
-    spec.E = 128;
-    spec.H = 256;
-    spec.I = 128;
-    spec.seed = 7;
-    spec.compute_expected = false;
     const GeneratedCase g = generate_case(spec);
     MemorySource src(g.tensors);
     const MoeCase c = build_case(g.metadata, src);
@@ -249,16 +255,7 @@ TEST(FusedMoeGpuRouting, TiedLogitsPickTheLowerExpert) {
 // positions in slot_begin and -1 / the total past them.
 TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  CaseSpec spec;
-  spec.config.format = WeightFormat::Bf16;
-  spec.config.act_quant = ActQuant::None;
-  spec.config.router.top_k = 8;
-  spec.M = 1024;
-  spec.E = 128;
-  spec.H = 256;
-  spec.I = 128;
-  spec.seed = 11;
-  spec.compute_expected = false;
+  const CaseSpec spec = routing_spec(1024, 11);
   const GeneratedCase g = generate_case(spec);
   MemorySource src(g.tensors);
   const MoeCase c = build_case(g.metadata, src);
