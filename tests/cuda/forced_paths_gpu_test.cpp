@@ -61,6 +61,14 @@ GpuCase make_case(WeightFormat f, int64_t M, int64_t E, int64_t H, int64_t I, in
   return out;
 }
 
+// The fp32 CPU reference's output for all of the case's tokens.
+std::vector<float> reference_of(const GpuCase& g) {
+  const int64_t M = g.c.x.shape[0], H = g.c.x.shape[1];
+  std::vector<float> ref(static_cast<size_t>(M * H));
+  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), M, ref.data());
+  return ref;
+}
+
 // The case's weights as one rank of `par` holds them, on the GPU.
 cuda::DeviceMoeLayer upload_rank(const GpuCase& g, const layout::Parallelism& par = {}) {
   const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(g.c), par);
@@ -112,9 +120,7 @@ TEST_P(ForcedPathGpu, MatchesReference) {
   const GpuCase g = make_case(f, kMaxM, 64, 1024, 720, 6, 384);
   const cuda::DeviceMoeLayer layer = upload_rank(g);
   cuda::MoeWorkspace ws(layer, kMaxM);
-  const int H = layer.hidden();
-  std::vector<float> ref(static_cast<size_t>(kMaxM) * H);
-  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kMaxM, ref.data());
+  const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
   for (int M : {1, 3, 17, 64, 300}) {
     const std::vector<float> out = run(layer, ws, g, M, path);
@@ -174,8 +180,7 @@ TEST_P(ForcedPathGpu, SwapAbSelfRoutedEqualsPrologue) {
   constexpr int kM = 8;
   const GpuCase g = make_case(f, kM, 64, 1024, 720, 6, 0);
   const double tol = default_tolerance(g.c.config);
-  std::vector<float> ref(static_cast<size_t>(kM) * 1024);
-  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  const std::vector<float> ref = reference_of(g);
   for (const int ep : {1, 4, 64}) {  // 64: one local expert
     layout::Parallelism par;
     par.ep_size = ep;
@@ -242,8 +247,7 @@ TEST_P(ForcedPathGpu, FusedMatchesReferenceAndIsBatchInvariant) {
   ASSERT_TRUE(cuda::fused_path_applies(layer, 1) && cuda::fused_path_applies(layer, kM))
       << "the fused kernel should take this layer";
   const int H = layer.hidden();
-  std::vector<float> ref(static_cast<size_t>(kM) * H);
-  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
   const std::vector<float> alone = run(layer, ws, g, 1, path);
   for (int M = 1; M <= kM; ++M) {
@@ -296,8 +300,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   par.tp_size = 8;
   const cuda::DeviceMoeLayer layer_tp = upload_rank(g_tp, par);
   cuda::MoeWorkspace ws(layer, kM), ws_tp(layer_tp, kM);
-  std::vector<float> ref(static_cast<size_t>(kM) * 1024);
-  reference_moe(g.c.config, g.c.weights, g.c.x.as<float>(), g.c.router_logits.as<float>(), kM, ref.data());
+  const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
   for (const bool wgmma : {true, false}) {
     cuda::set_grouped_gemm_wgmma(wgmma);
