@@ -137,7 +137,8 @@ __global__ void __launch_bounds__(kThreads, 1) expert_mma_kernel(MmaKernelArgs a
 }
 
 template <bool kFp8, int kStage>
-void launch_gemm(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
+void launch_gemm(const MmaKernelArgs& k, int pair_tile, int max_tiles, cudaStream_t stream) {
+  if (pair_tile < kBM) return launch_wgmma_swap_gemm(k, kFp8, kStage, pair_tile, max_tiles, stream);
   if (grouped_gemm_uses_wgmma()) return launch_wgmma_gemm(k, kFp8, kStage, max_tiles, stream);
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>((out + per_block - 1) / per_block));
@@ -149,7 +150,8 @@ void launch_gemm(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
 }
 
 template <bool kFp8>
-void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScratch& s, cudaStream_t stream) {
+void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScratch& s, int pair_tile,
+                cudaStream_t stream) {
   const int H = g.w.hidden, P = g.w.inter;
   MmaKernelArgs k{};
   k.w = g.w;
@@ -177,7 +179,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.steps = (H + 63) / 64;
   }
-  launch_gemm<kFp8, 1>(k, s.max_tiles, stream);
+  launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
 
   // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8).
   k.k = P;
@@ -199,10 +201,13 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.k_phase = 0;
     k.steps = (P + 63) / 64;
   }
-  launch_gemm<kFp8, 2>(k, s.max_tiles, stream);
+  launch_gemm<kFp8, 2>(k, pair_tile, s.max_tiles, stream);
 }
 
 EnvSwitch wgmma_switch("MOE_MMA_WGMMA");
+EnvSwitch swap_switch("MOE_WGMMA_SWAP");
+// The smallest pair tile (sizes the tile list).
+constexpr int kMinPairTile = 16;
 
 }  // namespace
 
@@ -214,22 +219,49 @@ void set_grouped_gemm_wgmma(bool on) {
   wgmma_switch.set(on);
 }
 
+bool grouped_gemm_swaps() {
+  return swap_switch.get();
+}
+
+void set_grouped_gemm_swap(bool on) {
+  swap_switch.set(on);
+}
+
+int grouped_gemm_pair_tile(int pairs, int experts) {
+  if (!grouped_gemm_uses_wgmma() || !grouped_gemm_swaps()) return kBM;
+  // Tiles about the mean pairs per expert (an expert with more takes several tiles), so few rows of a tile
+  // are zeros; from 48 a pair tile of 128 wastes little.
+  const int mean = pairs / std::max(1, std::min(experts, pairs));
+  return mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
+}
+
 bool mma_supported(WFormat f, AQuant q) {
   return (f == WFormat::Bf16 && q == AQuant::None) || (f == WFormat::Fp8Block && q == AQuant::Fp8);
 }
 
 int mma_max_tiles(int pairs, int experts) {
-  return (pairs + kBM - 1) / kBM + std::min(experts, pairs);
+  return (pairs + kMinPairTile - 1) / kMinPairTile + std::min(experts, pairs);
 }
 
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
                        cudaStream_t stream) {
-  mma_tiles_kernel<kBM><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
+  const int pair_tile = grouped_gemm_pair_tile(tokens * a.g.pair_div, a.w.num_experts);
+  const auto tiles = [&](auto rows) {
+    mma_tiles_kernel<decltype(rows)::value><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
+  };
+  if (pair_tile == 16)
+    tiles(std::integral_constant<int, 16>{});
+  else if (pair_tile == 32)
+    tiles(std::integral_constant<int, 32>{});
+  else if (pair_tile == 64)
+    tiles(std::integral_constant<int, 64>{});
+  else
+    tiles(std::integral_constant<int, kBM>{});
   MOE_CUDA_CHECK_LAUNCH();
   if (a.w.format == WFormat::Fp8Block)
-    run_stages<true>(a, x, tokens, s, stream);
+    run_stages<true>(a, x, tokens, s, pair_tile, stream);
   else
-    run_stages<false>(a, x, tokens, s, stream);
+    run_stages<false>(a, x, tokens, s, pair_tile, stream);
 }
 
 }  // namespace moe::cuda

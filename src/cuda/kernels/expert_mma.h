@@ -36,6 +36,13 @@ struct MmaScratch {
 // run both).
 bool grouped_gemm_uses_wgmma();
 void set_grouped_gemm_wgmma(bool on);
+// Whether calls whose experts average few pairs run the wgmma GEMM with its operands swapped (pair tiles of
+// 16, 32 or 64: grouped_gemm_pair_tile): on unless MOE_WGMMA_SWAP=0; set_grouped_gemm_swap overrides it.
+bool grouped_gemm_swaps();
+void set_grouped_gemm_swap(bool on);
+// The pair tile of a call of `pairs` pairs over `experts` experts: 16, 32 or 64 for the swapped wgmma GEMM,
+// or kMmaTileRows for the 128-pair tiles.
+int grouped_gemm_pair_tile(int pairs, int experts);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
