@@ -22,7 +22,7 @@
 namespace moe::cuda {
 namespace {
 
-constexpr int kSwizzleAlign = 1024, kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+constexpr int kSwizzleAlign = 1024, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
 constexpr int kWeightRows = 128;
 
 // A slot: the weight tile (128 rows of 128 bytes), the pair tile (kN rows), the weight rows' scales, the
@@ -43,6 +43,10 @@ template <int kN>
 constexpr int slot_bytes() {
   return (pair_scales_offset<kN>() + kN * 4 + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
+// As many slots as fit in 220 KB (at most 12): with few pairs the kernel streams weights, and a deeper ring
+// keeps more of them in flight (11 slots for 16-pair tiles, 8 for 64).
+template <int kN>
+constexpr int kStages = std::min(12, (220 * 1024 - kSwizzleAlign) / slot_bytes<kN>());
 
 // Weight row behind tile row r (and the output n it serves, half 0 = gate / 1 = up for stage 1), -1 past
 // the outputs.
@@ -188,14 +192,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int items = *a.num_tiles * n_blocks;
   if (static_cast<int>(blockIdx.x) >= items) return;
   constexpr int kSlot = slot_bytes<kN>();
-  __shared__ uint64_t full[kStages], empty[kStages];
+  __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t raw0 = smem_addr(smem_raw);
   const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
   const uint8_t* smem = smem_raw + (smem0 - raw0);
   if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < kStages<kN>; ++s) {
       mbar_init(&full[s], kFp8 ? 129 : 128);  // every copier thread's cp.async; fp8: thread 0's weight bytes
       mbar_init(&empty[s], 8);                // every consumer warp
     }
@@ -212,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
       const int w_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
       for (int step = 0; step < a.steps; ++step, ++ring) {
-        const int slot = ring % kStages, round = ring / kStages;
+        const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
         if (kFp8 && tid == 0) {
           const uint32_t dst = smem0 + slot * kSlot;
@@ -246,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
     for (int step = 0; step < a.steps; ++step, ++ring) {
-      const int slot = ring % kStages, round = ring / kStages;
+      const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
       mbar_wait(&full[slot], round & 1);
       fence_proxy_async_shared();
       const uint32_t w_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
@@ -297,7 +301,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden,
             per_block = kStage == 1 ? kWeightRows / 2 : kWeightRows;
   const int n_blocks = (out + per_block - 1) / per_block;
-  constexpr int smem = kStages * slot_bytes<kN>() + kSwizzleAlign;
+  constexpr int smem = kStages<kN> * slot_bytes<kN>() + kSwizzleAlign;
   auto kernel = expert_wgmma_swap_kernel<kFp8, kStage, kN>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // fp8's weight tiles by the tensor memory accelerator: stage 1 in boxes of 8 rows (gate and up rows
