@@ -176,6 +176,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   topk_weights = DeviceBuffer(M * K * 4);
   offsets = DeviceBuffer((E + 1) * 4);
   slot_begin = DeviceBuffer((E + 1) * 4);
+  group_block_counts = DeviceBuffer(static_cast<size_t>(kGroupingMaxBlocks) * E * 4);
   sorted_pairs = DeviceBuffer(M * K * 4);
   active = DeviceBuffer(E * 4);
   num_active = DeviceBuffer(4);
@@ -226,6 +227,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &topk_weights,
                           &offsets,
                           &slot_begin,
+                          &group_block_counts,
                           &sorted_pairs,
                           &active,
                           &num_active,
@@ -599,6 +601,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                ws.active.as<int>(),
                ws.num_active.as<int>(),
                ws.slot_begin.as<int>()};
+  aa.block_counts = ws.group_block_counts.as<int>();
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;

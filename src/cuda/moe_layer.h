@@ -63,6 +63,7 @@ class MoeWorkspace {
   void poison(cudaStream_t s);
 
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active, slot_begin;
+  DeviceBuffer group_block_counts;  // launch_align's per-block counts (AlignArgs::block_counts)
   DeviceBuffer xq, h, y;
   DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
   // The one-launch decode kernel's grid barrier (expert_fused.h): synchronisation state that every call

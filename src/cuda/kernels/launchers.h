@@ -44,7 +44,12 @@ struct AlignArgs {
   // The one-block prologue also zeroes these (the fused decode kernel's counters, expert_fused.h).
   int* zero_ints = nullptr;
   int n_zero_ints = 0;
+  // [kGroupingMaxBlocks, E] (launch_align's many-block grouping): each block's counts, then its first
+  // position per expert. Null: the grouping runs in one block.
+  int* block_counts = nullptr;
 };
+// Blocks of the many-block grouping at most (sizes AlignArgs::block_counts).
+constexpr int kGroupingMaxBlocks = 128;
 void launch_align(const AlignArgs& a, cudaStream_t stream);
 void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream);
 
