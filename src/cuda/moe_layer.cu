@@ -404,8 +404,8 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path. route and align are set when the
 // swap-AB stage 1 routes the call itself (no prologue ran).
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       StagePath path, cudaStream_t stream, const RouteArgs* route = nullptr,
-                       const AlignArgs* align = nullptr) {
+                       StagePath path, bool x_codes_ready, cudaStream_t stream,
+                       const RouteArgs* route = nullptr, const AlignArgs* align = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -445,6 +445,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
   MmaScratch s{};
   s.x_codes = ws.mma_x_codes.as<uint8_t>();
   s.x_scales = ws.mma_x_scales.as<float>();
+  s.x_ready = x_codes_ready;
   s.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
   s.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
   s.tiles = ws.mma_tiles.as<int2>();
@@ -535,10 +536,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                                                               : StagePath::Gemv;
   ra.quant = act.quant;
   ra.xq = stages == StagePath::Gemv ? ws.xq.as<float>() : nullptr;
-  if ((stages == StagePath::Stream || stages == StagePath::SwapAb) && act.quant == AQuant::Fp8) {
+  if (stages != StagePath::Gemv && act.quant == AQuant::Fp8) {
     ra.x_codes = ws.mma_x_codes.as<uint8_t>();
     ra.x_scales = ws.mma_x_scales.as<float>();
   }
+  // The grouped GEMM's many tokens: a warp per row of x beside the routing warps, and no quantising launch
+  // of its own (once for the routed and the shared experts).
+  ra.x_rows = stages == StagePath::Mma && ra.x_codes != nullptr;
   ra.x = x;
   ra.hidden = layer.hidden();
   if (shared) {
@@ -640,11 +644,14 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     return;
   }
 
-  run_expert_stages(g, ws, false, x, M, stages, stream, self_routed ? &ra : nullptr,
+  // Every prologue form quantises x into mma_x_codes when ra.x_codes is set (route_kernel by row or by group,
+  // prologue_small_kernel by group: the same codes).
+  const bool x_codes_ready = ra.x_codes != nullptr && !self_routed;
+  run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
                     self_routed ? &aa : nullptr);
 
   if (shared) {
-    run_expert_stages(s, ws, true, x, M, stages, stream);
+    run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
 
   CombineArgs ca{ws.y.as<float>(),

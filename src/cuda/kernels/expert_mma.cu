@@ -169,8 +169,10 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.a_div = g.g.pair_div;
   if (kFp8) {
     const int groups = (H + 127) / 128;
-    launch_fp8_rows({x, H, 0, groups, nullptr, nullptr, tokens, s.x_codes, s.x_scales}, stream);
-    MOE_CUDA_CHECK_LAUNCH();
+    if (!s.x_ready) {
+      launch_fp8_rows({x, H, 0, groups, nullptr, nullptr, tokens, s.x_codes, s.x_scales}, stream);
+      MOE_CUDA_CHECK_LAUNCH();
+    }
     k.a = s.x_codes;
     k.a_scales = s.x_scales;
     k.a_groups = groups;

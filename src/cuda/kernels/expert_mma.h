@@ -24,6 +24,7 @@ int mma_max_tiles(int pairs, int experts);
 struct MmaScratch {
   uint8_t* x_codes;  // fp8: [tokens, H] e4m3 codes of x
   float* x_scales;   // fp8: [tokens, ceil(H/128)]
+  bool x_ready;  // fp8: the prologue wrote x_codes and x_scales this call (else stage 1 quantises x first)
   uint8_t* h_codes;  // fp8: [pairs, P] e4m3 codes of h (rows of pairs that exist)
   float* h_scales;   // fp8: [pairs, stage 2's K blocks]
   int2* tiles;       // [max_tiles] (expert, first pair index) of each row tile
