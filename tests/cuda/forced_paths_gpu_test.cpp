@@ -303,14 +303,19 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::MoeWorkspace ws(layer, kM), ws_tp(layer_tp, kM);
   const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
+  // The swapped wgmma kernel (few pairs per expert), the wgmma kernel with its fp8 A rows by TMA and by
+  // cp.async (only the copy differs: the same bits), and the mma.sync kernel.
   struct Kernel {
     const char* name;
-    bool wgmma, swap;
+    bool wgmma, swap, tma_a;
   };
-  for (const Kernel& kernel : {Kernel{"wgmma swapped", true, true}, Kernel{"wgmma", true, false},
-                               Kernel{"mma.sync", false, false}}) {
+  std::vector<float> wgmma_out;
+  for (const Kernel& kernel :
+       {Kernel{"wgmma swapped", true, true, true}, Kernel{"wgmma, A by TMA", true, false, true},
+        Kernel{"wgmma, A by cp.async", true, false, false}, Kernel{"mma.sync", false, false, false}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
+    cuda::set_grouped_gemm_tma_a(kernel.tma_a);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -331,9 +336,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     const std::vector<float> a = run(layer, ws, g, kM, path);
     const std::vector<float> b = run(layer, ws, g, kM, path);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << name << ": two runs differ";
+    if (kernel.wgmma && !kernel.swap && wgmma_out.empty()) {
+      wgmma_out = a;
+    } else if (kernel.wgmma && !kernel.swap) {
+      EXPECT_EQ(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4))
+          << "A by TMA and by cp.async differ";
+    }
   }
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
+  cuda::set_grouped_gemm_tma_a(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -174,11 +174,13 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
       MOE_CUDA_CHECK_LAUNCH();
     }
     k.a = s.x_codes;
+    k.a_rows = tokens;
     k.a_scales = s.x_scales;
     k.a_groups = groups;
     k.steps = groups;
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
+    k.a_rows = tokens;
     k.steps = (H + 63) / 64;
   }
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
@@ -194,12 +196,14 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
                     stream);
     MOE_CUDA_CHECK_LAUNCH();
     k.a = s.h_codes;
+    k.a_rows = pairs_bound;
     k.a_scales = s.h_scales;
     k.a_groups = groups;
     k.k_phase = g.w.phase;
     k.steps = groups;
   } else {
     k.a = reinterpret_cast<const uint8_t*>(g.h);
+    k.a_rows = tokens * g.g.pair_div;
     k.k_phase = 0;
     k.steps = (P + 63) / 64;
   }

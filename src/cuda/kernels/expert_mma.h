@@ -44,6 +44,11 @@ void set_grouped_gemm_swap(bool on);
 // The pair tile of a call of `pairs` pairs over `experts` experts: 16, 32 or 64 for the swapped wgmma GEMM,
 // or kMmaTileRows for the 128-pair tiles.
 int grouped_gemm_pair_tile(int pairs, int experts);
+// Whether the wgmma kernel's fp8 A rows (x's tokens, h's pairs) come by the tensor memory accelerator, a
+// 128-byte box per row, instead of the copier threads' cp.async: on unless MOE_WGMMA_TMA_A=0;
+// set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
+bool grouped_gemm_tma_a();
+void set_grouped_gemm_tma_a(bool on);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,

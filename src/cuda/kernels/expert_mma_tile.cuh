@@ -32,7 +32,8 @@ struct MmaKernelArgs {
   const int* sorted_pairs;
   const int2* tiles;
   const int* num_tiles;
-  const uint8_t* a;       // A rows: [rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  const uint8_t* a;  // A rows: [a_rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  int a_rows;
   const float* a_scales;  // fp8: [rows, a_groups]
   int a_div, a_groups;
   int k, k_phase, steps;  // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
@@ -116,14 +117,15 @@ struct MmaTileLoader {
     }
   }
 
-  // K step `step` into the slot at shared address `base` (asynchronously; the caller commits).
-  __device__ void load(const MmaKernelArgs& a, uint32_t base, int step) const {
+  // K step `step` into the slot at shared address `base` (asynchronously; the caller commits). Without
+  // copy_rows only the scales (expert_wgmma.cu's A rows by TMA).
+  __device__ void load(const MmaKernelArgs& a, uint32_t base, int step, bool copy_rows = true) const {
     const int chunk = tid % 8;
     const int kc = step * kStepElems - a.k_phase + chunk * kChunkElems;
     const bool k_ok = kc >= 0 && kc < a.k;
     const uint32_t koff = static_cast<uint32_t>(k_ok ? kc : 0) * kEsz;
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
+    for (int i = 0; i < kRows && copy_rows; ++i) {
       const int r = tid / 8 + kRowStride * i;
       cp_async16(base + swizzled(r, chunk), a_base + a_off[i] + koff, k_ok && (ok_mask >> i & 1u));
       if constexpr (kCopyB)

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
@@ -84,9 +85,15 @@ __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, 
   return {tile.x, tile.y, a.offsets[tile.x + 1], (item % n_blocks) * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
 }
 
-template <bool kFp8, int kStage>
+// kTmaA (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a gather:
+// the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
+// threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
+// consumers need no proxy fence, and the A bytes bypass the load/store unit.
+template <bool kFp8, int kStage, bool kTmaA>
 __global__ void __launch_bounds__(kThreads, 1)
-    expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap b_map) {
+    expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap b_map,
+                        const __grid_constant__ CUtensorMap a_map) {
+  static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int items = *a.num_tiles * n_blocks;
   if (static_cast<int>(blockIdx.x) >= items) return;
@@ -113,16 +120,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       const WorkItem w = work_item<kStage>(a, item, n_blocks);
       const MmaTileLoader<kFp8, kStage, 128, !kFp8> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
+      // kTmaA: this lane's tile rows lane + 32 i; rows past the expert's pairs repeat its last pair's row
+      // (read, multiplied, never stored).
+      int a_row[4] = {0, 0, 0, 0};
+      if (kTmaA && tid < 32) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          a_row[i] = a.sorted_pairs[min(w.m0 + tid + 32 * i, w.m_end - 1)] / a.a_div;
+      }
       // fp8: the B tile's first weight row in the tensor map (rows past the expert's outputs are read but
       // their columns are never stored; past the tensor's end they are zeros).
       const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages, round = ring / kStages;
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
+        if (kTmaA && tid < 32) {
+          // The expected bytes are registered before any of this step's boxes can land.
+          if (tid == 0) mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
+          __syncwarp();
+          const uint32_t a_dst = smem0 + slot * kSlot;
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            tma_box_to_shared(a_dst + (tid + 32 * i) * kTileRowBytes, &a_map, kc, a_row[i], &full[slot]);
+        }
         if (kFp8 && tid == 0) {
           const uint32_t b_dst = smem0 + slot * kSlot + kMmaTileBytes;
-          const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
-          mbar_expect_tx(&full[slot], kMmaTileBytes);
+          if (!kTmaA) mbar_expect_tx(&full[slot], kMmaTileBytes);
           if (kStage == 1) {
             // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
 #pragma unroll
@@ -135,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
           }
         }
-        loader.load(a, smem0 + slot * kSlot, step);
+        loader.load(a, smem0 + slot * kSlot, step, !kTmaA);
         cp_async_mbar_arrive(&full[slot]);
       }
     }
@@ -154,7 +178,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int step = 0; step < a.steps; ++step, ++ring) {
       const int slot = ring % kStages, round = ring / kStages;
       mbar_wait(&full[slot], round & 1);
-      fence_proxy_async_shared();  // the copies (generic proxy) before this warpgroup's wgmma reads them
+      // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
+      if (!kTmaA) fence_proxy_async_shared();
       const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
       const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
       if constexpr (kFp8) {
@@ -198,12 +223,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <bool kFp8, int kStage>
+EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A");
+
+template <bool kFp8, int kStage, bool kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage>;
+  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -213,17 +240,30 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const CUtensorMap b_map =
       kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
            : CUtensorMap{};
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, b_map);
+  // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
+  const CUtensorMap a_map = kTmaA ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1) : CUtensorMap{};
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, b_map, a_map);
   MOE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
+bool grouped_gemm_tma_a() {
+  return tma_a_switch.get();
+}
+
+void set_grouped_gemm_tma_a(bool on) {
+  tma_a_switch.set(on);
+}
+
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
-  if (fp8)
-    stage == 1 ? launch<true, 1>(k, max_tiles, stream) : launch<true, 2>(k, max_tiles, stream);
+  if (fp8 && grouped_gemm_tma_a())
+    stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
+  else if (fp8)
+    stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
   else
-    stage == 1 ? launch<false, 1>(k, max_tiles, stream) : launch<false, 2>(k, max_tiles, stream);
+    stage == 1 ? launch<false, 1, false>(k, max_tiles, stream)
+               : launch<false, 2, false>(k, max_tiles, stream);
 }
 
 }  // namespace moe::cuda
