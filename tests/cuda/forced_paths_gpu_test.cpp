@@ -303,19 +303,23 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::MoeWorkspace ws(layer, kM), ws_tp(layer_tp, kM);
   const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
-  // The swapped wgmma kernel (few pairs per expert), the wgmma kernel with its fp8 A rows by TMA and by
-  // cp.async (only the copy differs: the same bits), and the mma.sync kernel.
+  // The swapped wgmma kernel (few pairs per expert); the wgmma kernel with its fp8 A rows by TMA and by
+  // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
+  // differs: the same bits); the mma.sync kernel.
   struct Kernel {
     const char* name;
-    bool wgmma, swap, tma_a;
+    bool wgmma, swap, tma_a, quantise_h;
   };
   std::vector<float> wgmma_out;
   for (const Kernel& kernel :
-       {Kernel{"wgmma swapped", true, true, true}, Kernel{"wgmma, A by TMA", true, false, true},
-        Kernel{"wgmma, A by cp.async", true, false, false}, Kernel{"mma.sync", false, false, false}}) {
+       {Kernel{"wgmma swapped", true, true, true, true}, Kernel{"wgmma, A by TMA", true, false, true, true},
+        Kernel{"wgmma, A by cp.async", true, false, false, true},
+        Kernel{"wgmma, h by fp8_rows", true, false, true, false},
+        Kernel{"mma.sync", false, false, false, false}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
     cuda::set_grouped_gemm_tma_a(kernel.tma_a);
+    cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -339,13 +343,13 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     if (kernel.wgmma && !kernel.swap && wgmma_out.empty()) {
       wgmma_out = a;
     } else if (kernel.wgmma && !kernel.swap) {
-      EXPECT_EQ(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4))
-          << "A by TMA and by cp.async differ";
+      EXPECT_EQ(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4)) << name << ": not the first's bits";
     }
   }
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
   cuda::set_grouped_gemm_tma_a(true);
+  cuda::set_grouped_gemm_quantises_h(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

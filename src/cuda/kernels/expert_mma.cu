@@ -178,6 +178,14 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a_scales = s.x_scales;
     k.a_groups = groups;
     k.steps = groups;
+    // The (unswapped) wgmma kernel quantises h in its epilogue when h's 128-grid falls on its 64-output
+    // column blocks.
+    if (pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_quantises_h() &&
+        g.w.phase % (kMmaBN / 2) == 0) {
+      k.h_codes = s.h_codes;
+      k.h_scales = s.h_scales;
+      k.h_groups = (P + g.w.phase + 127) / 128;
+    }
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;
@@ -191,10 +199,14 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
     const int pairs_bound = tokens * g.g.pair_div;
-    launch_fp8_rows({g.h, P, g.w.phase, groups, g.g.sorted_pairs, g.g.offsets + g.w.num_experts, pairs_bound,
-                     s.h_codes, s.h_scales},
-                    stream);
-    MOE_CUDA_CHECK_LAUNCH();
+    if (!k.h_codes) {
+      launch_fp8_rows({g.h, P, g.w.phase, groups, g.g.sorted_pairs, g.g.offsets + g.w.num_experts,
+                       pairs_bound, s.h_codes, s.h_scales},
+                      stream);
+      MOE_CUDA_CHECK_LAUNCH();
+    }
+    k.h_codes = nullptr;
+    k.h_scales = nullptr;
     k.a = s.h_codes;
     k.a_rows = pairs_bound;
     k.a_scales = s.h_scales;
@@ -214,6 +226,7 @@ EnvSwitch wgmma_switch("MOE_MMA_WGMMA");
 EnvSwitch swap_switch("MOE_WGMMA_SWAP");
 // The smallest pair tile (sizes the tile list).
 constexpr int kMinPairTile = 16;
+EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H");
 
 }  // namespace
 
@@ -239,6 +252,14 @@ int grouped_gemm_pair_tile(int pairs, int experts) {
   // are zeros; from 48 a pair tile of 128 wastes little.
   const int mean = pairs / std::max(1, std::min(experts, pairs));
   return mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
+}
+
+bool grouped_gemm_quantises_h() {
+  return quantise_h_switch.get();
+}
+
+void set_grouped_gemm_quantises_h(bool on) {
+  quantise_h_switch.set(on);
 }
 
 bool mma_supported(WFormat f, AQuant q) {

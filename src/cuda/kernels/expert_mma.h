@@ -49,6 +49,11 @@ int grouped_gemm_pair_tile(int pairs, int experts);
 // set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
+// Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
+// blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
+// fp8_rows: on unless MOE_WGMMA_QUANT_H=0; set_grouped_gemm_quantises_h overrides it. The same codes.
+bool grouped_gemm_quantises_h();
+void set_grouped_gemm_quantises_h(bool on);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,

@@ -38,7 +38,12 @@ struct MmaKernelArgs {
   int a_div, a_groups;
   int k, k_phase, steps;  // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
   uint16_t* h;            // stage 1 out [pairs, P]
-  float* y;               // stage 2 out [pairs, H]
+  // fp8 stage 1 on wgmma with h quantised in its epilogue (null: h as bf16, quantised by fp8_rows): e4m3
+  // codes [pairs, P] and 1x128 scales [pairs, h_groups] in the grid `phase` (a multiple of 64) before h.
+  uint8_t* h_codes;
+  float* h_scales;
+  int h_groups;
+  float* y;  // stage 2 out [pairs, H]
 };
 
 // Weight row (and its validity) behind tile row r. Stage 1 interleaves per 32 rows: tile rows 32w..32w+15
@@ -139,9 +144,10 @@ struct MmaTileLoader {
   }
 };
 
-// Stage 1's output for pair `pair`: h[pair][n, n + 1] = act(g + bias, u + bias) as bf16 (n even, n < P).
-__device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float g0,
-                                             float g1, float u0, float u1) {
+// Stage 1's outputs n, n + 1 of expert e (n even, n < P): act(g + bias, u + bias), each rounded to bf16,
+// packed (n in the low half).
+__device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, int n, float g0, float g1,
+                                                float u0, float u1) {
   const int P = a.w.inter;
   if (a.w.w13_bias) {
     const float* b = a.w.w13_bias + static_cast<size_t>(e) * 2 * P;
@@ -150,9 +156,14 @@ __device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size
     u0 += b[P + n];
     u1 += b[P + n + 1];
   }
-  const uint32_t packed = static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
-                          static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
-  *reinterpret_cast<uint32_t*>(a.h + pair * P + n) = packed;
+  return static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
+         static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
+}
+
+// Stage 1's output for pair `pair`: h[pair][n, n + 1] as bf16.
+__device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float g0,
+                                             float g1, float u0, float u1) {
+  *reinterpret_cast<uint32_t*>(a.h + pair * a.w.inter + n) = h_pair_bits(a, e, n, g0, g1, u0, u1);
 }
 
 // Stage 2's output for pair `pair`: y[pair][n, n + 1] = v + bias (n even, n < H).
