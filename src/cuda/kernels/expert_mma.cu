@@ -181,7 +181,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     // The (unswapped) wgmma kernel quantises h in its epilogue when h's 128-grid falls on its 64-output
     // column blocks.
     if (pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_quantises_h() &&
-        g.w.phase % (kMmaBN / 2) == 0) {
+        g.w.phase % kStage1BlockOutputs == 0) {
       k.h_codes = s.h_codes;
       k.h_scales = s.h_scales;
       k.h_groups = (P + g.w.phase + 127) / 128;

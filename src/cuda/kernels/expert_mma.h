@@ -8,12 +8,27 @@
 
 #include <cstdint>
 
+#include "core/codecs.h"
 #include "cuda/kernels/launchers.h"
 
 namespace moe::cuda {
 
 // Rows of pairs one GEMM tile covers.
 constexpr int kMmaTileRows = 128;
+// Stage 1's outputs per column block of the wgmma kernel (128 weight rows: 64 gate and 64 up rows).
+constexpr int kStage1BlockOutputs = 64;
+
+// The stage-1 column blocks [begin, end) that hold 128-wide group j of h, whose grid starts `phase` (a
+// multiple of kStage1BlockOutputs) before output 0, of n_blocks in all: one or two. The wgmma kernel gives
+// them to one block when it quantises h in its epilogue (grouped_gemm_quantises_h).
+struct ColumnBlocks {
+  int begin, end;
+};
+MOE_HD ColumnBlocks h_group_column_blocks(int j, int phase, int n_blocks) {
+  const int first = 128 * j - phase, last = 128 * j + 128 - phase;
+  const int end = last / kStage1BlockOutputs;
+  return {(first > 0 ? first : 0) / kStage1BlockOutputs, end < n_blocks ? end : n_blocks};
+}
 
 // Whether this weight format / activation quantisation pair has a tensor-core path.
 bool mma_supported(WFormat f, AQuant q);

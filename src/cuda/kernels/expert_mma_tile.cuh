@@ -18,6 +18,7 @@ namespace moe::cuda {
 
 constexpr int kMmaBM = kMmaTileRows, kMmaBN = 128, kMmaThreads = 256;
 constexpr int kMmaTileBytes = kMmaBM * kTileRowBytes;  // one operand's tile of one K step
+static_assert(kMmaBN / 2 == kStage1BlockOutputs, "stage 1 interleaves gate and up rows in a column block");
 
 // A pipeline slot: the A tile, the B tile, then for fp8 the A rows' and the weight rows' scales of the step.
 template <bool kFp8>

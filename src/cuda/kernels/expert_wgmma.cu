@@ -97,8 +97,8 @@ template <int kStage>
 __device__ __forceinline__ Run run_of(const MmaKernelArgs& a, int run, int n_runs, int n_blocks) {
   const int tile = run / n_runs, j = run % n_runs;
   if (kStage != 1 || !a.h_codes) return {tile, j, j, j + 1};
-  const int phase = a.w.phase, half = kMmaBN / 2;
-  return {tile, j, max(0, 128 * j - phase) / half, min(n_blocks, (128 * j + 128 - phase) / half)};
+  const ColumnBlocks blocks = h_group_column_blocks(j, a.w.phase, n_blocks);
+  return {tile, j, blocks.begin, blocks.end};
 }
 
 // Stage 1's epilogue with h quantised (a.h_codes): this thread's h pairs of one column block (rows row0 and
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           continue;
         }
         const bool two = run.end - run.begin == 2;
-        const int first_n0 = w.n0 - kMmaBN / 2;
+        const int first_n0 = w.n0 - kStage1BlockOutputs;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int p = w.m0 + row0 + 8 * h;
