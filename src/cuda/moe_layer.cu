@@ -270,10 +270,19 @@ bool fused_by_default() {
 
 namespace {
 EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
+EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 }  // namespace
 
 bool swap_ab_self_route() {
   return self_route_switch.get();
+}
+
+bool shared_expert_beside_routed() {
+  return shared_stream_switch.get();
+}
+
+void set_shared_expert_beside_routed(bool on) {
+  shared_stream_switch.set(on);
 }
 
 void set_swap_ab_self_route(bool on) {
@@ -647,10 +656,19 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // Every prologue form quantises x into mma_x_codes when ra.x_codes is set (route_kernel by row or by group,
   // prologue_small_kernel by group: the same codes).
   const bool x_codes_ready = ra.x_codes != nullptr && !self_routed;
+  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
+  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
+  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
+  // GEMM: its tile list is one workspace for both.
+  const bool beside = shared && stages != StagePath::Mma && shared_expert_beside_routed();
+  if (beside) run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream));
+
   run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
                     self_routed ? &aa : nullptr);
 
-  if (shared) {
+  if (beside) {
+    ws.shared_stream.join(stream);
+  } else if (shared) {
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
 

@@ -9,6 +9,7 @@
 
 #include "cuda/device_buffer.h"
 #include "cuda/moe_params.h"
+#include "cuda/side_stream.h"
 #include "layout/shard.h"
 #include "moe/moe_config.h"
 #include "moe/tuned_config.h"
@@ -76,6 +77,8 @@ class MoeWorkspace {
   DeviceBuffer mma_x_codes, mma_x_scales, mma_h_codes, mma_h_scales, mma_tiles, mma_num_tiles;
   DeviceBuffer shared_mma_h_codes, shared_mma_h_scales;
   int mma_max_tiles = 0, shared_mma_max_tiles = 0;
+  // Where the shared expert's stages run beside the routed experts' (shared_expert_beside_routed()).
+  SideStream shared_stream;
 
  private:
   int max_tokens_;
@@ -106,6 +109,11 @@ void set_swap_ab_self_route(bool on);
 // with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
 // (read once); off by default, measured slower than the GEMV path on the H200.
 bool stage2_combine_by_default();
+// Whether a layer's shared expert runs its stages on a second stream beside the routed experts' stages
+// (forked after the prologue, joined before the combine; the same kernels and bits): on unless
+// MOE_SHARED_STREAM=0 (read once); set_shared_expert_beside_routed overrides it (tests compare both ways).
+bool shared_expert_beside_routed();
+void set_shared_expert_beside_routed(bool on);
 // Whether the one-launch fused kernel can take this layer's call of M tokens (GemmPath::Fused runs it there).
 bool fused_path_applies(const DeviceMoeLayer& layer, int M);
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
