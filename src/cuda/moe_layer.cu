@@ -195,6 +195,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_num_active = DeviceBuffer(4);
     shared_h = DeviceBuffer(M * Ps * 2);
     shared_y = DeviceBuffer(M * H * 4);
+    shared_stream.create();  // here, before any call is captured into a graph
   }
   const ActQuant aq = layer.config().act_quant;
   const AQuant q = aq == ActQuant::None        ? AQuant::None
@@ -660,7 +661,8 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
   // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
   // GEMM: its tile list is one workspace for both.
-  const bool beside = shared && stages != StagePath::Mma && shared_expert_beside_routed();
+  const bool beside =
+      shared && stages != StagePath::Mma && ws.shared_stream.created() && shared_expert_beside_routed();
   if (beside) run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream));
 
   run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,

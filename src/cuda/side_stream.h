@@ -3,7 +3,8 @@
 // stages beside the routed experts'): fork() makes it wait for everything the caller's stream has queued,
 // join() makes the caller's stream wait for everything queued on it since. Both are stream-ordered event
 // waits, so a call stays free of host synchronisation and can be captured into a CUDA graph (the fork and
-// join become graph edges). Created lazily on first use (on the device current then).
+// join become graph edges). create() makes the stream and events (on the device current then): call it
+// outside any graph capture, where creating a stream may not be allowed.
 #include <cuda_runtime.h>
 
 #include <utility>
@@ -32,13 +33,17 @@ class SideStream {
   SideStream(const SideStream&) = delete;
   SideStream& operator=(const SideStream&) = delete;
 
+  void create() {
+    if (stream_) return;
+    MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    MOE_CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
+    MOE_CUDA_CHECK(cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming));
+  }
+  bool created() const { return stream_ != nullptr; }
+
   // The side stream, after it has been made to wait for `main`'s queued work.
   cudaStream_t fork(cudaStream_t main) {
-    if (!stream_) {
-      MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-      MOE_CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
-      MOE_CUDA_CHECK(cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming));
-    }
+    create();
     MOE_CUDA_CHECK(cudaEventRecord(forked_, main));
     MOE_CUDA_CHECK(cudaStreamWaitEvent(stream_, forked_, 0));
     return stream_;
