@@ -13,7 +13,7 @@ echo "gpu-check rc $? t=$(el)"; grep -E "^\[  FAILED|differ|not the first" /tmp/
 AB_M=1,64,256,4096 AB_SHAPES=qwen3-30b-a3b,deepseek-v3-tp8 AB_FORMATS=fp8_block AB_MODEL=0 timeout 150 \
   scripts/ab-moe-bench /tmp/c/main/moe /tmp/all/bin/moe 1 > /tmp/gc/ab-main.log 2>&1; echo "ab t=$(el)"; tail -10 /tmp/gc/ab-main.log
 if [ $(el) -lt 440 ]; then
-  PT_SHAPES=qwen3-30b-a3b,deepseek-v3-tp8 PT_FORMATS=fp8_block PT_M=16,64,128,256,512 PT_PATHS=mma,swap-ab \
+  PT_SHAPES=qwen3-30b-a3b,deepseek-v3-tp8 PT_FORMATS=fp8_block PT_M=1,4,8,16,64,128,256,512 PT_PATHS=mma,swap-ab \
     timeout $(( 575 - $(el) )) scripts/path-thresholds /tmp/all/bin/moe > /tmp/gc/thresholds.log 2>&1; echo "thresholds t=$(el)"
   grep -v "^path-thr" /tmp/gc/thresholds.log
 fi
