@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 13's first call: scripts/gpu-check on branch next/all (d4d5c85: every GPU test with poisoned memory,
+# Session 13's first call: scripts/gpu-check on branch next/all13 (00fec35 = next/all rebased on main 735c867: every GPU test with poisoned memory,
 # the CUDA case checks, the benchmarks and the torch peer, comparable with 65d6362's run), then next/all's Auto
 # against main's in the same lease at a few M, then path thresholds while time is left.
-# Carry: .carry/first12.tar.xz (lib/, main/moe) .carry/all-gpu.tar.xz (bin/ + lib/ of next/all) .carry/all-gc.sh
+# Carry: .carry/first12.tar.xz (lib/, main/moe) .carry/all13-gpu.tar.xz (bin/ + lib/ of next/all) .carry/all-gc.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-mkdir -p /tmp/c /tmp/all /tmp/gc && tar -C /tmp/c -xJf .carry/first12.tar.xz && tar -C /tmp/all -xJf .carry/all-gpu.tar.xz
+mkdir -p /tmp/c /tmp/all /tmp/gc && tar -C /tmp/c -xJf .carry/first12.tar.xz && tar -C /tmp/all -xJf ${ALL_ARCHIVE:-.carry/all13-gpu.tar.xz}
 cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=/tmp/all/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/all/bin OUT=/tmp/gc timeout 330 scripts/gpu-check > /tmp/gc/gc.log 2>&1

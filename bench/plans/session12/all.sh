@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 13's first call: branch next/all (main + wgmma-swap + grouping-multiblock + prologue-quant +
 # wgmma-tma-a + wgmma-hquant, all untested on a GPU). Its GPU tests, then Auto against main, then path thresholds.
-# Carry: .carry/first12.tar.xz (lib/, main/moe) .carry/all-gpu.tar.xz (bin/: moe + GPU tests) .carry/all.sh
+# Carry: .carry/first12.tar.xz (lib/, main/moe) .carry/all13-gpu.tar.xz (bin/: moe + GPU tests) .carry/all.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-mkdir -p /tmp/c /tmp/all && tar -C /tmp/c -xJf .carry/first12.tar.xz && tar -C /tmp/all -xJf .carry/all-gpu.tar.xz
+mkdir -p /tmp/c /tmp/all && tar -C /tmp/c -xJf .carry/first12.tar.xz && tar -C /tmp/all -xJf ${ALL_ARCHIVE:-.carry/all13-gpu.tar.xz}
 cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=/tmp/c/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 R=/tmp/r13; mkdir -p $R; A=/tmp/all/bin

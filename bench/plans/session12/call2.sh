@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Session 13's second call: the wgmma GEMM's ablations (main + ablation switches, measuring build) and ncu's
 # sections for it at M=4096, then next/all with its TMA A rows and swapped kernel switched off, against itself.
-# Carry: .carry/first12.tar.xz .carry/all-gpu.tar.xz .carry/ablate-moe.xz .carry/ablate.sh .carry/ncu-gemm.sh .carry/call2.sh
+# Carry: .carry/first12.tar.xz .carry/all13-gpu.tar.xz .carry/ablate-moe.xz .carry/ablate.sh .carry/ncu-gemm.sh .carry/call2.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
 bash .carry/ablate.sh 2>&1 | tail -25; echo "ablate t=$(el)"
 bash .carry/ncu-gemm.sh 2>&1 | tail -60; echo "ncu t=$(el)"
-mkdir -p /tmp/all && { [ -d /tmp/all/bin ] || tar -C /tmp/all -xJf .carry/all-gpu.tar.xz; }
+mkdir -p /tmp/all && { [ -d /tmp/all/bin ] || tar -C /tmp/all -xJf ${ALL_ARCHIVE:-.carry/all13-gpu.tar.xz}; }
 cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=/tmp/c/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 printf '#!/bin/sh\nMOE_WGMMA_TMA_A=0 exec /tmp/all/bin/moe "$@"\n' > /tmp/all/notma; chmod +x /tmp/all/notma
