@@ -43,6 +43,14 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
+  // The block's 8R rows (8R divides 128, and the block's first row is 8R-aligned) share one row of 128 x 128
+  // weight-scale blocks; those constants go to shared memory before the wait too, so the dot products below
+  // read their scales there instead of waiting one more global round trip after the quantisation.
+  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  __shared__ float block_scales[kFp8GemvMaxCols / 128];
+  const int scols = (cols + 127) / 128;
+  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
+  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
   uint4 wv[R][kChunks];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -94,7 +102,6 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
   __syncthreads();
   if (row0 >= rows) return;
-  const int scols = (cols + 127) / 128;
   float acc[M][R];
 #pragma unroll
   for (int m = 0; m < M; ++m)
@@ -108,9 +115,8 @@ __global__ void __launch_bounds__(32 * kWarps)
     for (int r = 0; r < R; ++r) {
       float f[16];
       cuda::decode16<cuda::WFormat::Fp8Block>(wv[r][u], f);
-      // 8 vectors of 16 make one 128-column block; rows past the end read row 0's scales (never written).
-      const int srow = row0 + r < rows ? (row0 + r) / 128 : 0;
-      const float sw = scale[static_cast<int64_t>(srow) * scols + v / 8];
+      // 8 vectors of 16 make one 128-column block (rows past the end use the block's scales: never written).
+      const float sw = block_scales[v / 8];
 #pragma unroll
       for (int m = 0; m < M; ++m) {
         const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
