@@ -70,9 +70,10 @@ __global__ void __launch_bounds__(32 * kWarps)
     x = a;  // quantised in place below: each group is read and written by one warp
   }
   // A lane holds 4 values of a 128-group; kItemBatch groups' loads go out together, so a warp's groups cost
-  // one round trip to x (global memory when there is no norm) per batch instead of two per group.
+  // one round trip to x (global memory when there is no norm) per batch instead of two per group. Four per
+  // warp: the o projection's 32 groups of one token (4096 columns) in one round trip, not two.
   const int groups = (cols + 127) / 128;
-  constexpr int kItemBatch = 2;
+  constexpr int kItemBatch = 4;
   for (int item0 = warp; item0 < M * groups; item0 += kWarps * kItemBatch) {
     float v[kItemBatch][4];
 #pragma unroll
