@@ -6,12 +6,14 @@
 
 #include "core/env_flag.h"
 #include "core/error.h"
+#include "cuda/kernel_timeline.h"
 #include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/random_fill.h"
 #include "moe/tuned_config.h"
 #include "quant/fp8_block.h"
@@ -536,7 +538,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
-  // codes for the streaming stages; the grouped GEMM quantises x itself.
+  // codes for the streaming, swap-AB and grouped-GEMM stages.
   // Auto from kSwapAbAlwaysBelow tokens: the grouped GEMM wherever the swap-AB stages decline.
   const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
   const bool mma = use_mma(ws, act, layer.experts().view, M, path, !swap_ab);
@@ -660,9 +662,11 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
   // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
   // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
-  // GEMM: its tile list is one workspace for both.
-  const bool beside =
-      shared && stages != StagePath::Mma && ws.shared_stream.created() && shared_expert_beside_routed();
+  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
+  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
+  const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
+  const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
+                      shared_expert_beside_routed() && !measuring;
   if (beside) run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream));
 
   run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,

@@ -1,6 +1,8 @@
 // The row quantiser of fp8_rows.h.
 #include "cuda/kernels/fp8_rows.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/pdl.cuh"
@@ -31,6 +33,7 @@ void launch_fp8_rows(const Fp8RowsArgs& a, cudaStream_t stream) {
   // warp_fp8_row's 16-byte loads and 8-byte stores (the layout plan checks the same: multiples of 16).
   require(a.n % 8 == 0 && a.phase % 8 == 0, "fp8_rows: row length ", a.n, " and phase ", a.phase,
           " must be multiples of 8");
+  require(reinterpret_cast<uintptr_t>(a.src) % 16 == 0, "fp8_rows: rows must start 16-byte aligned");
   launch_overlapped(fp8_rows_kernel, dim3(static_cast<unsigned>((a.rows_bound + 7) / 8)), dim3(256), 0,
                     stream, a);
 }

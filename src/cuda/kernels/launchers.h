@@ -15,7 +15,7 @@ struct RouteArgs {
   float* topk_weights;  // [M, K]
   AQuant quant;         // stage 1's activation quantisation
   float* xq;  // [M, H] out: x quantised (dequantised values), what the GEMV's stage 1 multiplies; or null
-  uint8_t* x_codes;  // [M, H] out: fp8 e4m3 codes of x for the streaming path (quant == Fp8), or null
+  uint8_t* x_codes;  // [M, H] out: fp8 e4m3 codes of x (streaming, swap-AB and grouped GEMM paths), or null
   float* x_scales;   // [M, ceil(H/128)] out: their 1x128 scales
   // x_codes by row (the grouped GEMM, many tokens): warp M + t quantises row t whole (warp_fp8_row) beside
   // the routing warps; otherwise a warp per (token, group), which suits a few tokens.

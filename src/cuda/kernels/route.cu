@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/codecs.h"
+#include "core/error.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
@@ -150,6 +152,9 @@ void with_per_lane(int E, Launch&& launch) {
 }
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
+  // x by row (warp_fp8_row): 16-byte loads of each row.
+  require(!a.x_rows || (a.hidden % 8 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0),
+          "route: x rows for the grouped GEMM must be 16-byte aligned (hidden ", a.hidden, ")");
   // No quantisation items when no stage wants x quantised here.
   const int items = a.x_rows ? 2 * M : (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
   const int warps = std::max(M, items);
