@@ -501,7 +501,8 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
 }  // namespace
 
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
-               int M, uint16_t* out, cudaStream_t stream, GemmPath path) {
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path, MoeCombineInput* leave_combine) {
+  if (leave_combine) *leave_combine = MoeCombineInput{};  // the paths that combine themselves leave it so
   require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ",
           ws.max_tokens(), "]");
   const MoeConfig& cfg = layer.config();
@@ -678,6 +679,12 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
 
+  if (leave_combine && layer.num_experts() == layer.router_experts()) {
+    *leave_combine = {ws.y.as<float>(), ws.topk_weights.as<float>(),
+                      shared ? ws.shared_y.as<float>() : nullptr,
+                      shared ? ws.shared_gate.as<float>() : nullptr, K};
+    return;
+  }
   CombineArgs ca{ws.y.as<float>(),
                  ws.topk_ids.as<int>(),
                  ws.topk_weights.as<float>(),

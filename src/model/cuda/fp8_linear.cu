@@ -31,7 +31,7 @@ int rows_per_warp(int cols) {
 // the M input rows into shared memory (FORMATS.md section 3, what prepare_activation writes), after the
 // RMSNorm when asked. Each row's dot product adds its chunks in chunk order per lane and then the warp's
 // fixed shuffle tree: the same operations for any R, so the bits do not depend on R.
-template <int M, int R>
+template <int M, int R, bool kCombine>
 __global__ void __launch_bounds__(32 * kWarps)
     gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                 NormInput norm) {
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   timeline.waited();
   cuda::pdl_trigger();
   if (norm.weight) {
-    norm_rows_to_shared(norm, M, cols, a, scratch);
+    norm_rows_to_shared<kCombine>(norm, M, cols, a, scratch);
     x = a;  // quantised in place below: each group is read and written by one warp
   }
   // A lane holds 4 values of a 128-group; kItemBatch groups' loads go out together, so a warp's groups cost
@@ -140,13 +140,25 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
 }
 
+template <int M, int R, bool kCombine>
+void launch_gemv_as(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                    cudaStream_t s, const NormInput& norm) {
+  static_assert(kCombineInNormMaxBytes <= kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float), "smem allowance");
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_kernel<M, R, kCombine>),
+                     static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float)));
+  const size_t smem =
+      (static_cast<size_t>(M) * cols + combine_stage_floats(norm.combine, M, cols)) * sizeof(float);
+  launch_pdl(gemv_kernel<M, R, kCombine>, blocks_for(rows, kWarps * R), 32 * kWarps, smem, s, w, scale, rows,
+             cols, x, y, norm);
+}
+
 template <int M, int R>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                  cudaStream_t s, const NormInput& norm) {
-  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_kernel<M, R>),
-                     static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float)));
-  launch_pdl(gemv_kernel<M, R>, blocks_for(rows, kWarps * R), 32 * kWarps,
-             static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
+  if (norm.combine.y)
+    launch_gemv_as<M, R, true>(w, scale, rows, cols, x, y, s, norm);
+  else
+    launch_gemv_as<M, R, false>(w, scale, rows, cols, x, y, s, norm);
 }
 
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
@@ -166,6 +178,8 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
           " M ", M, " unsupported");
   const NormInput n = checked_norm_input(norm, "fp8_gemv");
+  require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
+          "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
@@ -175,6 +189,13 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
     if (R == 2) return launch_gemv<kM, 2>(w, scale, rows, cols, x, y, s, n);
     launch_gemv<kM, 1>(w, scale, rows, cols, x, y, s, n);
   });
+}
+
+bool fp8_gemv_takes_combine(int M, int cols, int top_k, bool shared_expert) {
+  if (M < 1 || M > kFp8GemvMaxM || cols % 4 != 0 || cols > kFp8GemvMaxCols || top_k < 1) return false;
+  const int64_t slots = top_k + (shared_expert ? 1 : 0);
+  const int64_t floats = static_cast<int64_t>(M) * cols * (1 + slots) + static_cast<int64_t>(M) * (top_k + 1);
+  return floats * static_cast<int64_t>(sizeof(float)) <= kCombineInNormMaxBytes;
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,

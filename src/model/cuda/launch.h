@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cuda/moe_combine_input.h"
+
 #ifdef __CUDACC__
 #define MOE_MODEL_HD __host__ __device__
 #else
@@ -105,6 +107,9 @@ struct NormInput {
   float eps;
   float* x_out;           // [M, n]
   uint16_t* xn_bf16_out;  // [M, n] or null
+  // The previous layer's MoE output still to be combined (combine.y set; res_f32 and res_bf16 null then):
+  // added to x as the combine kernel would have written it (moe_combine_input.h). Only the fp8 GEMV takes it.
+  cuda::MoeCombineInput combine{};
 };
 
 // fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
@@ -112,6 +117,11 @@ struct NormInput {
 // token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
 constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
 // With `norm` set, x is ignored and the input is RMSNorm(norm->x + residual) (see NormInput).
+// Whether fp8_gemv takes a pending MoE combine of M rows of `cols` (NormInput::combine) in its norm: the rows
+// it stages in shared memory (x, each slot's expert output, the shared expert's) fit kCombineInNormMaxBytes,
+// which leaves room for two blocks per SM. Qwen3-30B-A3B at one token: 72 KB.
+constexpr int kCombineInNormMaxBytes = 96 * 1024;
+bool fp8_gemv_takes_combine(int M, int cols, int top_k, bool shared_expert);
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm = nullptr);
 // f32_gemv.cu: y [M, rows] fp32 = x [M, cols] · Wᵀ for fp32 W [rows, cols] (the router at decode sizes).

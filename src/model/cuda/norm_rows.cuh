@@ -2,19 +2,33 @@
 // The RMSNorm that precedes a decode GEMV, done inside the GEMV's blocks (one launch fewer per norm): every
 // block normalises the few input rows into its shared memory; block 0 also writes the updated residual stream
 // and, when asked, the normalised rows in bf16 for a later kernel. Same arithmetic and thread layout as
-// rms_norm_kernel (norms.cu, 256 threads), so the bits equal the separate kernel's.
+// rms_norm_kernel (norms.cu, 256 threads), so the bits equal the separate kernel's. With a pending MoE
+// combine (NormInput::combine) the block also does the combine's arithmetic on rows it stages in shared
+// memory, so the bits equal the combine kernel's output added as res_bf16.
 #include <type_traits>
 
+#include "cuda/kernels/mma_sm80.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/launch.h"
 
 namespace moe::model::gpu {
 
-// The NormInput a decode GEMV launches with: *norm checked (x_out must be another buffer than x), or an empty
-// one (weight null: the GEMV reads ready rows).
+// The NormInput a decode GEMV launches with: *norm checked (x_out must be another buffer than x; a pending
+// combine comes alone, on rows of whole 16-byte pieces), or an empty one (weight null: the GEMV reads ready
+// rows).
 inline NormInput checked_norm_input(const NormInput* norm, const char* gemv) {
   require(!norm || (norm->weight && norm->x_out && norm->x_out != norm->x), gemv, ": bad NormInput");
+  require(!norm || !norm->combine.y || (!norm->res_f32 && !norm->res_bf16 && norm->combine.top_k >= 1), gemv,
+          ": a pending combine replaces the residual inputs");
   return norm ? *norm : NormInput{};
+}
+
+// Floats of shared memory a norm of M rows of n stages beyond the normalised rows themselves (M * n): the
+// combine's rows (each slot's expert output, then the shared expert's) and its weights.
+MOE_MODEL_HD inline int combine_stage_floats(const cuda::MoeCombineInput& c, int M, int n) {
+  if (!c.y) return 0;
+  const int slots = c.top_k + (c.y_shared ? 1 : 0);
+  return M * slots * n + M * (c.top_k + 1);
 }
 
 // f(std::integral_constant<int, m>{}) for m = min(M, kMax), M >= 1: kernels templated on their row count.
@@ -26,10 +40,55 @@ void with_rows(int M, F&& f) {
   f(std::integral_constant<int, kMax>{});
 }
 
+// Stages what the norm reads for a pending combine, all by cp.async in one round trip: x into a [M][n] (the
+// norm then reads it there) and, after `a`, each token's slot rows [top_k (+1)][n] and its weights [top_k]
+// and gate. Rows are whole 16-byte pieces (n % 4 == 0, checked by the launcher).
+__device__ inline void stage_combine(const NormInput& p, int M, int n, float* a) {
+  const cuda::MoeCombineInput& c = p.combine;
+  const int slots = c.top_k + (c.y_shared ? 1 : 0), pieces = n / 4;
+  const uint32_t a_base = cuda::smem_addr(a), rows_base = cuda::smem_addr(a + M * n);
+  for (int i = threadIdx.x; i < M * pieces; i += blockDim.x)
+    cuda::cp_async16(a_base + 16u * i, p.x + 4 * static_cast<int64_t>(i), true);
+  for (int i = threadIdx.x; i < M * slots * pieces; i += blockDim.x) {
+    const int row = i / pieces, piece = i % pieces, m = row / slots, k = row % slots;
+    const float* src = k < c.top_k ? c.y + (static_cast<int64_t>(m) * c.top_k + k) * n
+                                   : c.y_shared + static_cast<int64_t>(m) * n;
+    cuda::cp_async16(rows_base + 16u * i, src + 4 * piece, true);
+  }
+  const uint32_t w_base = rows_base + 4u * M * slots * n;  // [M][top_k] weights, then [M] gates
+  for (int i = threadIdx.x; i < M * (c.top_k + 1); i += blockDim.x) {
+    const bool weight = i < M * c.top_k;
+    // Without a shared expert the gates are zero-filled (nothing read).
+    const float* src = weight       ? c.topk_weights + i
+                       : c.y_shared ? c.shared_gate + (i - M * c.top_k)
+                                    : c.topk_weights;
+    cuda::cp_async4(w_base + 4u * i, src, weight || c.y_shared);
+  }
+  cuda::cp_async_commit();
+  cuda::cp_async_wait<0>();
+  __syncthreads();
+}
+
+// Token m's combined MoE output at column i, rounded to bf16 as the combine kernel stores it: its slots in
+// slot order, fmaf(weight, y, acc) from zero, then the shared expert's gate times its output (combine.cu).
+__device__ inline float staged_combine(const cuda::MoeCombineInput& c, const float* staged, int M, int n,
+                                       int m, int i) {
+  const int slots = c.top_k + (c.y_shared ? 1 : 0);
+  const float* rows = staged + static_cast<int64_t>(m) * slots * n;
+  const float* w = staged + static_cast<int64_t>(M) * slots * n;
+  float acc = 0.0f;
+  for (int k = 0; k < c.top_k; ++k)
+    acc = fmaf(w[m * c.top_k + k], rows[static_cast<int64_t>(k) * n + i], acc);
+  if (c.y_shared) acc = fmaf(w[M * c.top_k + m], rows[static_cast<int64_t>(c.top_k) * n + i], acc);
+  return bf16_to_f32(f32_to_bf16(acc));
+}
+
 // a [M][n] (shared memory) = RMSNorm(p.x + residual); needs blockDim.x == 256 like rms_norm_kernel.
 // Each thread's elements are read kBatch at a time before any is stored: the stores (shared memory, the
 // residual copy) could alias the inputs as far as the compiler knows, so a plain loop waits one global
 // round trip per element. Every thread still adds its elements in index order: the bits are unchanged.
+// kCombine: p.combine is set (compiled apart, so the GEMVs without one keep their registers).
+template <bool kCombine = false>
 __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, float* a, float* scratch) {
   constexpr int kBatch = 8;
   const bool writer = blockIdx.x == 0 && blockIdx.y == 0;
@@ -42,6 +101,8 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
     const int i = threadIdx.x + u * stride;
     w_first[u] = i < n ? p.weight[i] : 0.0f;
   }
+  if constexpr (kCombine) stage_combine(p, M, n, a);
+  const float* staged = a + M * n;
   for (int m = 0; m < M; ++m) {
     const int64_t off = static_cast<int64_t>(m) * n;
     float ss = 0.0f;
@@ -51,7 +112,9 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
       for (int u = 0; u < kBatch; ++u) {
         const int i = i0 + u * stride;
         v[u] = 0.0f;
-        if (i < n) {
+        if (kCombine && i < n) {
+          v[u] = a[off + i] + staged_combine(p.combine, staged, M, n, m, i);
+        } else if (i < n) {
           v[u] = p.x[off + i];
           if (p.res_f32) v[u] += p.res_f32[off + i];
           if (p.res_bf16) v[u] += bf16_to_f32(p.res_bf16[off + i]);
