@@ -679,10 +679,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
 
-  if (leave_combine && layer.num_experts() == layer.router_experts()) {
-    *leave_combine = {ws.y.as<float>(), ws.topk_weights.as<float>(),
+  if (leave_combine) {
+    *leave_combine = {ws.y.as<float>(),
+                      ws.topk_ids.as<int>(),
+                      ws.topk_weights.as<float>(),
                       shared ? ws.shared_y.as<float>() : nullptr,
-                      shared ? ws.shared_gate.as<float>() : nullptr, K};
+                      shared ? ws.shared_gate.as<float>() : nullptr,
+                      K};
     return;
   }
   CombineArgs ca{ws.y.as<float>(),

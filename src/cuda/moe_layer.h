@@ -130,10 +130,10 @@ using MoePartMarker = void (*)(void* context, const char* part, cudaStream_t str
 void set_moe_part_marker(MoePartMarker marker, void* context);
 
 // out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
-// With leave_combine set, a call whose path ends in the combine kernel and whose experts are all this rank's
-// does not launch it and leaves `out` unwritten: *leave_combine gets the combine's inputs (workspace buffers,
-// valid until the workspace's next call) for the consumer to add (moe_combine_input.h). Any other call writes
-// `out` as usual and sets leave_combine->y to null.
+// With leave_combine set, a call whose path ends in the combine kernel does not launch it and leaves `out`
+// unwritten: *leave_combine gets the combine's inputs (workspace buffers, valid until the workspace's next
+// call) for the consumer to add (moe_combine_input.h). Any other call writes `out` as usual and sets
+// leave_combine->y to null.
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
                int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto,
                MoeCombineInput* leave_combine = nullptr);

@@ -266,8 +266,8 @@ bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
 }
 
 bool CudaModelBackend::combine_goes_to_next_norm(size_t l, int M) const {
-  // Not across ranks: the MoE output is all-reduced first (and with experts split over ranks some slots are
-  // not this rank's). Not on the last layer: the final norm is another kernel.
+  // Not across ranks: the MoE output is all-reduced first. Not on the last layer: the final norm is another
+  // kernel.
   if (!combine_in_norm_ || comm_ || l + 1 >= m_.layers.size() || !m_.layers[l].moe) return false;
   const cuda::DeviceMoeLayer& moe = *m_.layers[l].moe;
   return takes_fp8_gemv(m_.layers[l + 1].qkv, M) &&
@@ -328,6 +328,8 @@ void CudaModelBackend::run_step(const StepPlan& p) {
                qkv_.as<float>(), stream_, &in);
       std::swap(x, x_spare);
     } else {
+      // combine_goes_to_next_norm asks takes_fp8_gemv of this q/k/v with the same N: nothing is pending here.
+      require(!pending_combine.y, "cuda backend: a MoE combine was left to a q/k/v without the fp8 GEMV");
       rms_norm(x, pending_f32, pending_bf16, L.input_norm.as<float>(), nullptr, N, H, eps,
                xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), stream_);
       linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());

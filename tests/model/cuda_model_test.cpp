@@ -247,6 +247,7 @@ INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
 // when asked for).
 TEST(cuda_model_combine, CombineInTheNextNormKeepsTheBits) {
   SKIP_WITHOUT_GPU();
+  unsetenv("MOE_COMBINE_IN_NORM");  // the options decide here
   const WeightFormat f = WeightFormat::Fp8Block;
   for (const auto& [batch, graphs] : {std::pair{1, false}, {2, false}, {3, false}, {1, true}, {4, true}}) {
     const int64_t before_off = cuda_combines_in_norm();
