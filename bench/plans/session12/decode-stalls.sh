@@ -8,6 +8,14 @@ mkdir -p /tmp/c && { [ -d /tmp/c/lib ] || tar -C /tmp/c -xJf .carry/first12.tar.
 cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=/tmp/c/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 NCU=/usr/local/cuda/bin/ncu; R=/tmp/dst; mkdir -p $R; B=/tmp/c/main/moe
+# Decode attention's split size first (cheap): MOE_ATTENTION_SPLIT_KEYS (default 128: 4 splits at context 512),
+# model fp8 decode batch 1 at contexts 512 and 4096.
+for ck in "512 128" "512 64" "512 256" "512 512" "4096 128" "4096 512"; do
+  set -- $ck
+  printf "ctx %s split_keys %s: " $1 $2
+  MOE_ATTENTION_SPLIT_KEYS=$2 timeout 60 $B bench --random-shape qwen3-30b-a3b --format fp8_block --batches 1 \
+    --prefill 0 --context $1 2>&1 | grep -E "^decode" | awk '{print $4, "ms (floor", $5 ")"}'
+done | tee $R/split-keys.txt
 OUT=$R NCU=$NCU timeout 150 scripts/profile-model-decode $B > $R/kernels.txt 2>&1; head -45 $R/kernels.txt
 for k in gemv_kernel attention_decode; do
   timeout 150 $NCU --clock-control none -k regex:$k --launch-skip 20 --launch-count 3 --section WarpStateStats \
