@@ -193,9 +193,8 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
 
 bool fp8_gemv_takes_combine(int M, int cols, int top_k, bool shared_expert) {
   if (M < 1 || M > kFp8GemvMaxM || cols % 4 != 0 || cols > kFp8GemvMaxCols || top_k < 1) return false;
-  const int64_t slots = top_k + (shared_expert ? 1 : 0);
-  const int64_t floats =
-      static_cast<int64_t>(M) * cols * (1 + slots) + static_cast<int64_t>(M) * (2 * top_k + 1);
+  // The rows the norm keeps (M x cols), then the staging's own layout (what stage_combine writes).
+  const int64_t floats = static_cast<int64_t>(M) * cols + combine_stage_floats(M, cols, top_k, shared_expert);
   return floats * static_cast<int64_t>(sizeof(float)) <= kCombineInNormMaxBytes;
 }
 

@@ -23,14 +23,6 @@ inline NormInput checked_norm_input(const NormInput* norm, const char* gemv) {
   return norm ? *norm : NormInput{};
 }
 
-// Floats of shared memory a norm of M rows of n stages beyond the normalised rows themselves (M * n): the
-// combine's rows (each slot's expert output, then the shared expert's), its weights, gates and slot ids.
-MOE_MODEL_HD inline int combine_stage_floats(const cuda::MoeCombineInput& c, int M, int n) {
-  if (!c.y) return 0;
-  const int slots = c.top_k + (c.y_shared ? 1 : 0);
-  return M * slots * n + M * (2 * c.top_k + 1);
-}
-
 // f(std::integral_constant<int, m>{}) for m = min(M, kMax), M >= 1: kernels templated on their row count.
 template <int kMax, typename F>
 void with_rows(int M, F&& f) {
