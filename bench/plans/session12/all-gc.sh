@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 13's first call: scripts/gpu-check on branch next/all13 (950d172 = next/all rebased on main 735c867 + decode GEMV round trips + review fixes + the MoE combine in the next GEMV: every GPU test with poisoned memory,
+# Session 13's first call: scripts/gpu-check on branch next/all13 (0aacd04 = next/all rebased on main 735c867 + decode GEMV round trips + review fixes + the MoE combine in the next GEMV + attention combine round trips: every GPU test with poisoned memory,
 # the CUDA case checks, the benchmarks and the torch peer, comparable with 65d6362's run), then next/all's Auto
 # against main's in the same lease at a few M, then path thresholds while time is left.
 # Carry: .carry/first12.tar.xz (lib/, main/moe) .carry/all13-gpu.tar.xz (bin/ + lib/ of next/all) .carry/all-gc.sh
