@@ -65,6 +65,21 @@ QuantizationConfig parse_quant(const json& q) {
   return c;
 }
 
+// Whether some layer attends through a sliding window, as transformers decides it per family: by layer_types
+// where the config lists them; Mixtral (Mistral-style configs) whenever sliding_window is set; Qwen3-MoE
+// (Qwen2-style) with use_sliding_window, from layer max_window_layers on; OLMoE never.
+bool sliding_layers(const json& j, const std::string& model_type, int64_t layers) {
+  if (model_type == "olmoe") return false;
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    for (const auto& t : j["layer_types"])
+      if (t.is_string() && t.get<std::string>() == "sliding_attention") return true;
+    return false;
+  }
+  if (model_type == "mixtral") return true;
+  return get_or<bool>(j, {"use_sliding_window"}, false) &&
+         get_or<int64_t>(j, {"max_window_layers"}, 0) < layers;
+}
+
 }  // namespace
 
 bool QuantizationConfig::is_excluded(const std::string& module) const {
@@ -110,6 +125,10 @@ HfModelConfig parse_hf_config(const json& root, const std::string& label) {
   c.tie_word_embeddings =
       get_or<bool>(root, {"tie_word_embeddings"}, get_or<bool>(j, {"tie_word_embeddings"}, false));
   c.attention_bias = get_or<bool>(j, {"attention_bias"}, false);
+  c.clip_qkv = j.contains("clip_qkv") && !j["clip_qkv"].is_null();
+  if (j.contains("sliding_window") && j["sliding_window"].is_number_integer())
+    c.sliding_window = j["sliding_window"].get<int64_t>();
+  c.some_layer_slides = sliding_layers(j, c.model_type, c.num_hidden_layers) && c.sliding_window > 0;
   c.rope_theta = get_or<double>(j, {"rope_theta"}, 10000.0);
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) c.rope_scaling = j["rope_scaling"];
   if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {

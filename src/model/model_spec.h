@@ -26,6 +26,10 @@ struct ModelSpec {
   float rms_eps = 1e-6f;
   std::vector<MlpKind> mlp;  // per layer
   std::string moe_block;     // "mlp" or "block_sparse_moe": the MoE module name inside a layer
+  // The longest sequence this engine computes as the checkpoint's own code would: > 0 where some layer
+  // attends through a sliding window (which we do not implement), whose positions within the window are
+  // the same as full attention; 0 for no limit of that kind.
+  int64_t max_sequence = 0;
 
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }

@@ -55,7 +55,15 @@ std::vector<float> ModelRunner::step(const std::vector<StepInput>& inputs) {
   for (const StepInput& in : inputs) {
     require(!in.tokens.empty(), "step input for sequence ", in.seq, " has no tokens");
     SequenceKv& kv = get(in.seq);
-    pool_.reserve(kv, kv.length + static_cast<int64_t>(in.tokens.size()));
+    const int64_t length = kv.length + static_cast<int64_t>(in.tokens.size());
+    const int64_t limit = spec().max_sequence;
+    require_input(
+        limit <= 0 || length <= limit, "sequence of ", length,
+        " tokens: this model's layers attend through a sliding window of ", limit,
+        " tokens (config.json sliding_window), which moecpp does not implement yet; within the window "
+        "it equals full attention, so sequences are limited to ",
+        limit, " tokens");
+    pool_.reserve(kv, length);
     batch.push_back(StepSequence{in.tokens, kv.length, kv.pages, in.all_logits});
   }
   std::vector<float> logits = backend_->forward(batch);

@@ -118,6 +118,46 @@ TEST(HfConfig, QuantizationConfigs) {
   refused(R"({"quant_method": "gptq"})", "gptq");
 }
 
+// Which layers slide, as transformers decides it per family (the engine then serves up to the window).
+TEST(HfConfig, SlidingWindowPerFamily) {
+  const auto with_dims = [](const char* text) {
+    json j = json::parse(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2})");
+    j.update(json::parse(text));
+    return j;
+  };
+  const auto slides = [&](const char* text) {
+    const HfModelConfig c = parse_hf_config(with_dims(text));
+    return c.some_layer_slides ? c.sliding_window : int64_t{0};
+  };
+  // Qwen3-MoE: transformers' defaults carry sliding_window 4096 with use_sliding_window false: no window.
+  EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "sliding_window": 4096,
+    "use_sliding_window": false, "max_window_layers": 28})"),
+            0);
+  EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "sliding_window": 4096,
+    "use_sliding_window": true, "max_window_layers": 28})"),
+            4096);
+  EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 28, "sliding_window": 4096,
+    "use_sliding_window": true, "max_window_layers": 28})"),
+            0)
+      << "layers from max_window_layers on slide: none of 28";
+  EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 2, "sliding_window": 512,
+    "layer_types": ["full_attention", "sliding_attention"]})"),
+            512);
+  EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 2, "sliding_window": 512,
+    "use_sliding_window": true, "layer_types": ["full_attention", "full_attention"]})"),
+            0)
+      << "layer_types, where given, decide";
+  // Mixtral: whenever sliding_window is set.
+  EXPECT_EQ(slides(R"({"model_type": "mixtral", "num_hidden_layers": 32, "sliding_window": 4096})"), 4096);
+  EXPECT_EQ(slides(R"({"model_type": "mixtral", "num_hidden_layers": 32, "sliding_window": null})"), 0);
+  // OLMoE never slides; its clip_qkv is noted (model_spec refuses it).
+  const HfModelConfig o =
+      parse_hf_config(with_dims(R"({"model_type": "olmoe", "sliding_window": 64, "clip_qkv": 8.0})"));
+  EXPECT_FALSE(o.some_layer_slides);
+  EXPECT_TRUE(o.clip_qkv);
+  EXPECT_FALSE(parse_hf_config(with_dims(R"({"model_type": "olmoe", "clip_qkv": null})")).clip_qkv);
+}
+
 TEST(HfConfig, MissingOrMistypedKeysAreNamed) {
   auto refused = [](const char* text, const char* part) {
     try {

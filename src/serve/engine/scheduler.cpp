@@ -27,6 +27,8 @@ ServingEngine::ServingEngine(const EngineOptions& opts, std::unique_ptr<model::M
   const int64_t configured =
       opts.max_context > 0 ? opts.max_context : runner_.spec().hf.max_position_embeddings;
   max_context_ = configured > 0 ? std::min(configured, kv_capacity) : kv_capacity;
+  // A sliding-window model: the runner refuses sequences past the window (ModelSpec::max_sequence).
+  if (runner_.spec().max_sequence > 0) max_context_ = std::min(max_context_, runner_.spec().max_sequence);
   // eos: the tokenizer's (tokenizer_config + generation_config) and config.json's.
   eos_ids_ = tokenizer_.eos_ids();
   for (const int64_t id : runner_.spec().hf.eos_token_ids)

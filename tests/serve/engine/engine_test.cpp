@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "engine_fixture.h"
@@ -393,6 +394,36 @@ TEST_F(EngineTest, InvalidRequestsAreRejectedWithReasons) {
   EngineOptions small = test::small_options();
   small.kv_pages = 8;
   EXPECT_EQ(make_engine(small)->max_context(), 32);
+}
+
+// A checkpoint whose layers slide over a window (not implemented: sliding equals full attention within it)
+// is served up to the window: the engine's context is the window, and a request past it is rejected.
+TEST_F(EngineTest, SlidingWindowModelsServeUpToTheWindow) {
+  const std::filesystem::path dir = std::filesystem::path(test::tiny_model_dir()).string() + "_sliding";
+  std::filesystem::create_directories(dir);
+  for (const auto& f : std::filesystem::directory_iterator(test::tiny_model_dir()))
+    std::filesystem::copy(f.path(), dir / f.path().filename(),
+                          std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  cfg["use_sliding_window"] = true;
+  cfg["sliding_window"] = 20;
+  cfg["max_window_layers"] = 0;
+  std::ofstream(dir / "config.json") << cfg.dump(2);
+  EngineOptions o = test::small_options();
+  o.model_dir = dir.string();
+  auto engine = make_engine(o);
+  EXPECT_EQ(engine->max_context(), 20);
+  const SubmitResult res =
+      engine->submit(greedy_request("w", random_prompt(2, 15), 10), [](const GenerateEvent&) {});
+  EXPECT_EQ(res.status, SubmitStatus::Invalid);
+  EXPECT_NE(res.message.find("exceeds the context of 20"), std::string::npos) << res.message;
+  Collected ok;
+  ASSERT_EQ(engine->submit(greedy_request("ok", random_prompt(3, 15), 5), ok.callback()).status,
+            SubmitStatus::Accepted);
+  ASSERT_TRUE(ok.wait());
+  EXPECT_EQ(ok.ids[0].size(), 5u);
+  engine.reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(EngineTest, FullQueueAndShutdown) {
