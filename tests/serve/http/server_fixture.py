@@ -1,19 +1,15 @@
 """Starts `moe serve` on a tiny random model (made with moe gen-model + moe gen-tokenizer) on 127.0.0.1 and a
-free port, and always stops it. Shared by the server tests."""
+port the server itself picks (--port 0, read back from its "listening on" line: picking a free port here and
+passing it on could lose it to another process in between), and always stops it. Shared by the server tests."""
+import itertools
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_tiny_model(moe, workdir):
@@ -24,25 +20,33 @@ def make_tiny_model(moe, workdir):
     return model
 
 
+_servers = itertools.count()
+
+
 class Server:
     def __init__(self, moe, model, workdir, name="tiny", extra=()):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(workdir, f"serve-{self.port}.log")
+        self.port = None
+        self.log_path = os.path.join(workdir, f"serve-{os.getpid()}-{next(_servers)}.log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [moe, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(self.port),
+            [moe, "serve", "--model", model, "--host", "127.0.0.1", "--port", "0",
              "--served-model-name", name, "--quiet", *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"moe serve exited with {self.proc.returncode}:\n{self.read_log()}")
-            try:
-                if self.get("/health")[0] == 200:
-                    return
-            except OSError:
-                pass
+            if self.port is None:
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.read_log())
+                if m:
+                    self.port = int(m.group(1))
+                    self.base = f"http://127.0.0.1:{self.port}"
+            if self.port is not None:
+                try:
+                    if self.get("/health")[0] == 200:
+                        return
+                except OSError:
+                    pass
             time.sleep(0.1)
         self.stop()
         raise RuntimeError("moe serve did not answer /health within 30 s")
