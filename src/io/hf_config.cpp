@@ -126,9 +126,9 @@ HfModelConfig parse_hf_config(const json& root, const std::string& label) {
       get_or<bool>(root, {"tie_word_embeddings"}, get_or<bool>(j, {"tie_word_embeddings"}, false));
   c.attention_bias = get_or<bool>(j, {"attention_bias"}, false);
   c.clip_qkv = j.contains("clip_qkv") && !j["clip_qkv"].is_null();
-  if (j.contains("sliding_window") && j["sliding_window"].is_number_integer())
-    c.sliding_window = j["sliding_window"].get<int64_t>();
-  c.some_layer_slides = sliding_layers(j, c.model_type, c.num_hidden_layers) && c.sliding_window > 0;
+  if (j.contains("sliding_window") && j["sliding_window"].is_number_integer() &&
+      sliding_layers(j, c.model_type, c.num_hidden_layers))
+    c.sliding_window = std::max<int64_t>(0, j["sliding_window"].get<int64_t>());
   c.rope_theta = get_or<double>(j, {"rope_theta"}, 10000.0);
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) c.rope_scaling = j["rope_scaling"];
   if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {

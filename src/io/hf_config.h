@@ -31,11 +31,10 @@ struct HfModelConfig {
   nlohmann::json rope_scaling;  // null, or {rope_type / type, factor, original_max_position_embeddings, ...}
   bool tie_word_embeddings = false;
   bool attention_bias = false;
-  // Sliding-window attention: the window (0: none; config's sliding_window, which Mixtral applies when set
-  // and Qwen3-MoE only with use_sliding_window or layer_types' "sliding_attention"), and whether some layer
-  // uses it.
+  // The sliding window some layer attends through: config's sliding_window where the family applies it
+  // (Mixtral whenever set, Qwen3-MoE only with use_sliding_window or layer_types' "sliding_attention");
+  // 0 where no layer slides.
   int64_t sliding_window = 0;
-  bool some_layer_slides = false;
   bool clip_qkv = false;  // OLMoE's clip_qkv is set
   // MoE
   int64_t num_experts = 0, num_experts_per_tok = 0, moe_intermediate_size = 0;

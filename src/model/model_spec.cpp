@@ -38,7 +38,7 @@ ModelSpec make_model_spec(const HfModelConfig& cfg) {
   }
   require_input(!cfg.attention_bias, "config.json: attention_bias=true is not supported yet");
   require_input(!cfg.clip_qkv, "config.json: clip_qkv is not supported yet (OLMoE's q/k/v clamp)");
-  if (cfg.some_layer_slides) s.max_sequence = cfg.sliding_window;
+  s.max_sequence = cfg.sliding_window;
   require_input(cfg.scoring_func == "softmax", "config.json: scoring_func '", cfg.scoring_func,
                 "' is not supported for ", a);
   s.vocab = cfg.vocab_size;

@@ -127,7 +127,7 @@ TEST(HfConfig, SlidingWindowPerFamily) {
   };
   const auto slides = [&](const char* text) {
     const HfModelConfig c = parse_hf_config(with_dims(text));
-    return c.some_layer_slides ? c.sliding_window : int64_t{0};
+    return c.sliding_window;
   };
   // Qwen3-MoE: transformers' defaults carry sliding_window 4096 with use_sliding_window false: no window.
   EXPECT_EQ(slides(R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "sliding_window": 4096,
@@ -153,7 +153,7 @@ TEST(HfConfig, SlidingWindowPerFamily) {
   // OLMoE never slides; its clip_qkv is noted (model_spec refuses it).
   const HfModelConfig o =
       parse_hf_config(with_dims(R"({"model_type": "olmoe", "sliding_window": 64, "clip_qkv": 8.0})"));
-  EXPECT_FALSE(o.some_layer_slides);
+  EXPECT_EQ(o.sliding_window, 0);
   EXPECT_TRUE(o.clip_qkv);
   EXPECT_FALSE(parse_hf_config(with_dims(R"({"model_type": "olmoe", "clip_qkv": null})")).clip_qkv);
 }
