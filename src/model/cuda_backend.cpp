@@ -52,8 +52,8 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
-  // MOE_COMBINE_IN_NORM=0 turns the combine in the next norm off (EnvSwitch: default on, =0 off).
-  combine_in_norm_ = copts_.combine_in_norm && EnvSwitch("MOE_COMBINE_IN_NORM").get();
+  // MOE_COMBINE_IN_NORM=1 or =0 overrides the option (EnvSwitch, with the option as its default).
+  combine_in_norm_ = EnvSwitch("MOE_COMBINE_IN_NORM", copts_.combine_in_norm).get();
   // Stamps are for one GPU: the MoE op's part marker is one process-wide hook, which rank backends on several
   // GPUs would share.
   if (StepStamps::requested() && !comm_) {

@@ -311,6 +311,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     bool wgmma, swap, tma_a, quantise_h;
   };
   std::vector<float> wgmma_out;
+  const bool tma_a_default = cuda::grouped_gemm_tma_a(),
+             quantise_h_default = cuda::grouped_gemm_quantises_h();
   for (const Kernel& kernel :
        {Kernel{"wgmma swapped", true, true, true, true}, Kernel{"wgmma, A by TMA", true, false, true, true},
         Kernel{"wgmma, A by cp.async", true, false, false, true},
@@ -348,8 +350,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   }
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
-  cuda::set_grouped_gemm_tma_a(true);
-  cuda::set_grouped_gemm_quantises_h(true);
+  cuda::set_grouped_gemm_tma_a(tma_a_default);
+  cuda::set_grouped_gemm_quantises_h(quantise_h_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -60,13 +60,14 @@ void set_grouped_gemm_swap(bool on);
 // or kMmaTileRows for the 128-pair tiles.
 int grouped_gemm_pair_tile(int pairs, int experts);
 // Whether the wgmma kernel's fp8 A rows (x's tokens, h's pairs) come by the tensor memory accelerator, a
-// 128-byte box per row, instead of the copier threads' cp.async: on unless MOE_WGMMA_TMA_A=0;
-// set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
+// 128-byte box per row, instead of the copier threads' cp.async: off unless MOE_WGMMA_TMA_A=1 (measured
+// slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
-// fp8_rows: on unless MOE_WGMMA_QUANT_H=0; set_grouped_gemm_quantises_h overrides it. The same codes.
+// fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.
+// The same codes.
 bool grouped_gemm_quantises_h();
 void set_grouped_gemm_quantises_h(bool on);
 

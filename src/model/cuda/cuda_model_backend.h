@@ -79,7 +79,7 @@ class CudaModelBackend : public ModelBackend {
   bool gemv_ = true;  // fp8 decode GEMV on (MOE_CUDA_NO_GEMV=1 turns it off)
   // A MoE layer's combine done inside the next layer's q/k/v GEMV norm where it fits (one launch fewer per
   // layer at decode sizes; the same bits); MOE_COMBINE_IN_NORM=0 turns it off.
-  bool combine_in_norm_ = true;
+  bool combine_in_norm_ = false;
 
   // Step buffers, sized for cap_rows_ token rows and cap_logit_rows_ logit rows; growing them drops the
   // graphs.
