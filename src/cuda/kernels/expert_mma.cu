@@ -7,6 +7,7 @@
 #include "cuda/kernels/expert_mma.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/codecs.h"
 #include "core/env_flag.h"
@@ -248,12 +249,25 @@ void set_grouped_gemm_swap(bool on) {
   swap_switch.set(on);
 }
 
+// The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 64 by
+// default. Calls whose mean would pick a larger tile run the 128-pair tiles. A measuring knob for where the
+// swapped kernel stops paying.
+int swap_max_pair_tile() {
+  static const int tile = [] {
+    const char* v = std::getenv("MOE_WGMMA_SWAP_MAX_TILE");
+    const int t = v ? std::atoi(v) : 64;
+    return t == 16 || t == 32 ? t : 64;
+  }();
+  return tile;
+}
+
 int grouped_gemm_pair_tile(int pairs, int experts) {
   if (!grouped_gemm_uses_wgmma() || !grouped_gemm_swaps()) return kBM;
   // Tiles about the mean pairs per expert (an expert with more takes several tiles), so few rows of a tile
   // are zeros; from 48 a pair tile of 128 wastes little.
   const int mean = pairs / std::max(1, std::min(experts, pairs));
-  return mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
+  const int tile = mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
+  return tile <= swap_max_pair_tile() ? tile : kBM;
 }
 
 bool grouped_gemm_quantises_h() {
