@@ -38,12 +38,21 @@ TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
   set_grouped_gemm_wgmma(true);
   set_grouped_gemm_swap(true);
   // Qwen3-30B-A3B (E=128, top 8): M tokens give 8 M pairs.
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 1, 128), 16);      // one pair per expert
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 192, 128), 16);    // 12 per expert
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 256, 128), 32);    // 16
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 512, 128), 64);    // 32
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 768, 128), 64);    // 48
-  EXPECT_EQ(grouped_gemm_pair_tile(8 * 1024, 128), 128);  // 64: full tiles waste little
+  EXPECT_EQ(swapped_pair_tile(8 * 1, 128, 64), 16);      // one pair per expert
+  EXPECT_EQ(swapped_pair_tile(8 * 192, 128, 64), 16);    // 12 per expert
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 64), 32);    // 16
+  EXPECT_EQ(swapped_pair_tile(8 * 512, 128, 64), 64);    // 32
+  EXPECT_EQ(swapped_pair_tile(8 * 768, 128, 64), 64);    // 48
+  EXPECT_EQ(swapped_pair_tile(8 * 1024, 128, 64), 128);  // 64: full tiles waste little
+  // Capped: tiles the mean would make larger than the cap are 128-pair tiles.
+  EXPECT_EQ(swapped_pair_tile(8 * 192, 128, 16), 16);
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 16), 128);
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 32), 32);
+  EXPECT_EQ(swapped_pair_tile(8 * 512, 128, 32), 128);
+  const int cap = grouped_gemm_swap_max_tile();
+  EXPECT_TRUE(cap == 16 || cap == 32 || cap == 64) << cap;
+  for (int pairs : {8, 8 * 192, 8 * 256, 8 * 512, 8 * 1024})
+    EXPECT_EQ(grouped_gemm_pair_tile(pairs, 128), swapped_pair_tile(pairs, 128, cap)) << pairs;
   set_grouped_gemm_swap(false);
   EXPECT_EQ(grouped_gemm_pair_tile(8, 128), 128);
   set_grouped_gemm_swap(true);

@@ -249,25 +249,26 @@ void set_grouped_gemm_swap(bool on) {
   swap_switch.set(on);
 }
 
-// The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 64 by
-// default. Calls whose mean would pick a larger tile run the 128-pair tiles. A measuring knob for where the
-// swapped kernel stops paying.
-int swap_max_pair_tile() {
+int grouped_gemm_swap_max_tile() {
   static const int tile = [] {
     const char* v = std::getenv("MOE_WGMMA_SWAP_MAX_TILE");
-    const int t = v ? std::atoi(v) : 64;
-    return t == 16 || t == 32 ? t : 64;
+    const int t = v ? std::atoi(v) : 16;
+    return t == 32 || t == 64 ? t : 16;
   }();
   return tile;
 }
 
-int grouped_gemm_pair_tile(int pairs, int experts) {
-  if (!grouped_gemm_uses_wgmma() || !grouped_gemm_swaps()) return kBM;
+int swapped_pair_tile(int pairs, int experts, int max_tile) {
   // Tiles about the mean pairs per expert (an expert with more takes several tiles), so few rows of a tile
   // are zeros; from 48 a pair tile of 128 wastes little.
   const int mean = pairs / std::max(1, std::min(experts, pairs));
   const int tile = mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
-  return tile <= swap_max_pair_tile() ? tile : kBM;
+  return tile <= max_tile ? tile : kBM;
+}
+
+int grouped_gemm_pair_tile(int pairs, int experts) {
+  if (!grouped_gemm_uses_wgmma() || !grouped_gemm_swaps()) return kBM;
+  return swapped_pair_tile(pairs, experts, grouped_gemm_swap_max_tile());
 }
 
 bool grouped_gemm_quantises_h() {
