@@ -6,7 +6,7 @@
 # Carry: .carry/m15-gpu.tar.xz .carry/bisect2.tar.xz .carry/s15b.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-END=400
+END=${END:-400}
 cap() { local l=$(( END - $(el) - ${2:-0} )); [ $l -lt $1 ] && echo $l || echo $1; }
 R=/tmp/r; mkdir -p $R /tmp/m /tmp/b
 pack() { tar -C /tmp -czf $OUT/r.tgz --exclude=r/gc/cases --exclude=r/gc/fixtures r 2>/dev/null; }
