@@ -252,8 +252,8 @@ void set_grouped_gemm_swap(bool on) {
 int grouped_gemm_swap_max_tile() {
   static const int tile = [] {
     const char* v = std::getenv("MOE_WGMMA_SWAP_MAX_TILE");
-    const int t = v ? std::atoi(v) : 16;
-    return t == 32 || t == 64 ? t : 16;
+    const int t = v ? std::atoi(v) : 32;
+    return t == 16 || t == 64 ? t : 32;
   }();
   return tile;
 }

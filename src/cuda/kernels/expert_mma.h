@@ -62,10 +62,10 @@ int grouped_gemm_pair_tile(int pairs, int experts);
 // The tile by the mean pairs per expert (16 up to 12, 32 up to 24, 64 up to 48, else kMmaTileRows), and
 // kMmaTileRows where that exceeds max_tile.
 int swapped_pair_tile(int pairs, int experts, int max_tile);
-// The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 16 by
-// default. On an H200 (session 15) its 16-pair tiles beat the 128-pair ones on Qwen3-30B-A3B fp8 M=256 (248
-// against 302 us) and tied on DeepSeek-V3 TP8 M=256 (520 against 515), while its 64-pair tiles lost on
-// DeepSeek-V3 TP8 M=1024 (862 against 696).
+// The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 32 by
+// default. On an H200 (session 15), against the 128-pair tiles: its 32-pair tiles won on Qwen3-30B-A3B fp8
+// M=256 (248 against 302 us), its 16-pair tiles tied on DeepSeek-V3 TP8 M=256 (520 against 515), its
+// 64-pair tiles lost on DeepSeek-V3 TP8 M=1024 (862 against 696).
 int grouped_gemm_swap_max_tile();
 // Whether the wgmma kernel's fp8 A rows (x's tokens, h's pairs) come by the tensor memory accelerator, a
 // 128-byte box per row, instead of the copier threads' cp.async: off unless MOE_WGMMA_TMA_A=1 (measured
