@@ -11,15 +11,15 @@ inline bool env_flag(const char* name) {
   return v && std::atoi(v) != 0;
 }
 
-// A default-on switch that NAME=0 in the environment turns off (read at the first get()), and that code may
-// set (tests that compare both settings).
+// A switch with a default that the environment overrides (read at the first get()): NAME=0 turns it off,
+// any other value on; unset keeps the default. Code may set it (tests that compare both settings).
 class EnvSwitch {
  public:
-  explicit EnvSwitch(const char* name) : name_(name) {}
+  explicit EnvSwitch(const char* name, bool default_on = true) : name_(name), default_on_(default_on) {}
   bool get() {
     if (state_ < 0) {
       const char* v = std::getenv(name_);
-      state_ = v && std::strcmp(v, "0") == 0 ? 0 : 1;
+      state_ = !v ? (default_on_ ? 1 : 0) : std::strcmp(v, "0") == 0 ? 0 : 1;
     }
     return state_ == 1;
   }
@@ -27,6 +27,7 @@ class EnvSwitch {
 
  private:
   const char* name_;
+  bool default_on_;
   int state_ = -1;  // -1: not read yet
 };
 

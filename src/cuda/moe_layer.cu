@@ -6,12 +6,14 @@
 
 #include "core/env_flag.h"
 #include "core/error.h"
+#include "cuda/kernel_timeline.h"
 #include "cuda/kernels/expert_decode.h"
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/random_fill.h"
 #include "moe/tuned_config.h"
 #include "quant/fp8_block.h"
@@ -176,6 +178,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   topk_weights = DeviceBuffer(M * K * 4);
   offsets = DeviceBuffer((E + 1) * 4);
   slot_begin = DeviceBuffer((E + 1) * 4);
+  group_block_counts = DeviceBuffer(static_cast<size_t>(kGroupingMaxBlocks) * E * 4);
   sorted_pairs = DeviceBuffer(M * K * 4);
   active = DeviceBuffer(E * 4);
   num_active = DeviceBuffer(4);
@@ -194,6 +197,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_num_active = DeviceBuffer(4);
     shared_h = DeviceBuffer(M * Ps * 2);
     shared_y = DeviceBuffer(M * H * 4);
+    shared_stream.create();  // here, before any call is captured into a graph
   }
   const ActQuant aq = layer.config().act_quant;
   const AQuant q = aq == ActQuant::None        ? AQuant::None
@@ -226,6 +230,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &topk_weights,
                           &offsets,
                           &slot_begin,
+                          &group_block_counts,
                           &sorted_pairs,
                           &active,
                           &num_active,
@@ -268,10 +273,19 @@ bool fused_by_default() {
 
 namespace {
 EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
+EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 }  // namespace
 
 bool swap_ab_self_route() {
   return self_route_switch.get();
+}
+
+bool shared_expert_beside_routed() {
+  return shared_stream_switch.get();
+}
+
+void set_shared_expert_beside_routed(bool on) {
+  shared_stream_switch.set(on);
 }
 
 void set_swap_ab_self_route(bool on) {
@@ -402,8 +416,8 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path. route and align are set when the
 // swap-AB stage 1 routes the call itself (no prologue ran).
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       StagePath path, cudaStream_t stream, const RouteArgs* route = nullptr,
-                       const AlignArgs* align = nullptr) {
+                       StagePath path, bool x_codes_ready, cudaStream_t stream,
+                       const RouteArgs* route = nullptr, const AlignArgs* align = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -443,6 +457,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
   MmaScratch s{};
   s.x_codes = ws.mma_x_codes.as<uint8_t>();
   s.x_scales = ws.mma_x_scales.as<float>();
+  s.x_ready = x_codes_ready;
   s.h_codes = (shared ? ws.shared_mma_h_codes : ws.mma_h_codes).as<uint8_t>();
   s.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
   s.tiles = ws.mma_tiles.as<int2>();
@@ -486,7 +501,8 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
 }  // namespace
 
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
-               int M, uint16_t* out, cudaStream_t stream, GemmPath path) {
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path, MoeCombineInput* leave_combine) {
+  if (leave_combine) *leave_combine = MoeCombineInput{};  // the paths that combine themselves leave it so
   require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ",
           ws.max_tokens(), "]");
   const MoeConfig& cfg = layer.config();
@@ -523,7 +539,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_ids = ws.topk_ids.as<int>();
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
-  // codes for the streaming stages; the grouped GEMM quantises x itself.
+  // codes for the streaming, swap-AB and grouped-GEMM stages.
   // Auto from kSwapAbAlwaysBelow tokens: the grouped GEMM wherever the swap-AB stages decline.
   const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
   const bool mma = use_mma(ws, act, layer.experts().view, M, path, !swap_ab);
@@ -533,10 +549,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                                                               : StagePath::Gemv;
   ra.quant = act.quant;
   ra.xq = stages == StagePath::Gemv ? ws.xq.as<float>() : nullptr;
-  if ((stages == StagePath::Stream || stages == StagePath::SwapAb) && act.quant == AQuant::Fp8) {
+  if (stages != StagePath::Gemv && act.quant == AQuant::Fp8) {
     ra.x_codes = ws.mma_x_codes.as<uint8_t>();
     ra.x_scales = ws.mma_x_scales.as<float>();
   }
+  // The grouped GEMM's many tokens: a warp per row of x beside the routing warps, and no quantising launch
+  // of its own (once for the routed and the shared experts).
+  ra.x_rows = stages == StagePath::Mma && ra.x_codes != nullptr;
   ra.x = x;
   ra.hidden = layer.hidden();
   if (shared) {
@@ -599,6 +618,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                ws.active.as<int>(),
                ws.num_active.as<int>(),
                ws.slot_begin.as<int>()};
+  aa.block_counts = ws.group_block_counts.as<int>();
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;
@@ -637,13 +657,37 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     return;
   }
 
-  run_expert_stages(g, ws, false, x, M, stages, stream, self_routed ? &ra : nullptr,
+  // Every prologue form quantises x into mma_x_codes when ra.x_codes is set (route_kernel by row or by group,
+  // prologue_small_kernel by group: the same codes).
+  const bool x_codes_ready = ra.x_codes != nullptr && !self_routed;
+  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
+  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
+  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
+  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
+  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
+  const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
+  const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
+                      shared_expert_beside_routed() && !measuring;
+  if (beside) run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream));
+
+  run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
                     self_routed ? &aa : nullptr);
 
-  if (shared) {
-    run_expert_stages(s, ws, true, x, M, stages, stream);
+  if (beside) {
+    ws.shared_stream.join(stream);
+  } else if (shared) {
+    run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
 
+  if (leave_combine) {
+    *leave_combine = {ws.y.as<float>(),
+                      ws.topk_ids.as<int>(),
+                      ws.topk_weights.as<float>(),
+                      shared ? ws.shared_y.as<float>() : nullptr,
+                      shared ? ws.shared_gate.as<float>() : nullptr,
+                      K};
+    return;
+  }
   CombineArgs ca{ws.y.as<float>(),
                  ws.topk_ids.as<int>(),
                  ws.topk_weights.as<float>(),

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "cuda/device_buffer.h"
+#include "cuda/moe_combine_input.h"
 #include "cuda/moe_params.h"
+#include "cuda/side_stream.h"
 #include "layout/shard.h"
 #include "moe/moe_config.h"
 #include "moe/tuned_config.h"
@@ -63,6 +65,7 @@ class MoeWorkspace {
   void poison(cudaStream_t s);
 
   DeviceBuffer topk_ids, topk_weights, offsets, sorted_pairs, active, num_active, slot_begin;
+  DeviceBuffer group_block_counts;  // launch_align's per-block counts (AlignArgs::block_counts)
   DeviceBuffer xq, h, y;
   DeviceBuffer decode_counters;  // the fused decode path's per-tile counters (expert_decode.h)
   // The one-launch decode kernel's grid barrier (expert_fused.h): synchronisation state that every call
@@ -75,6 +78,8 @@ class MoeWorkspace {
   DeviceBuffer mma_x_codes, mma_x_scales, mma_h_codes, mma_h_scales, mma_tiles, mma_num_tiles;
   DeviceBuffer shared_mma_h_codes, shared_mma_h_scales;
   int mma_max_tiles = 0, shared_mma_max_tiles = 0;
+  // Where the shared expert's stages run beside the routed experts' (shared_expert_beside_routed()).
+  SideStream shared_stream;
 
  private:
   int max_tokens_;
@@ -105,6 +110,11 @@ void set_swap_ab_self_route(bool on);
 // with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
 // (read once); off by default, measured slower than the GEMV path on the H200.
 bool stage2_combine_by_default();
+// Whether a layer's shared expert runs its stages on a second stream beside the routed experts' stages
+// (forked after the prologue, joined before the combine; the same kernels and bits): on unless
+// MOE_SHARED_STREAM=0 (read once); set_shared_expert_beside_routed overrides it (tests compare both ways).
+bool shared_expert_beside_routed();
+void set_shared_expert_beside_routed(bool on);
 // Whether the one-launch fused kernel can take this layer's call of M tokens (GemmPath::Fused runs it there).
 bool fused_path_applies(const DeviceMoeLayer& layer, int M);
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.
@@ -120,7 +130,12 @@ using MoePartMarker = void (*)(void* context, const char* part, cudaStream_t str
 void set_moe_part_marker(MoePartMarker marker, void* context);
 
 // out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
+// With leave_combine set, a call whose path ends in the combine kernel does not launch it and leaves `out`
+// unwritten: *leave_combine gets the combine's inputs (workspace buffers, valid until the workspace's next
+// call) for the consumer to add (moe_combine_input.h). Any other call writes `out` as usual and sets
+// leave_combine->y to null.
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
-               int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto);
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto,
+               MoeCombineInput* leave_combine = nullptr);
 
 }  // namespace moe::cuda

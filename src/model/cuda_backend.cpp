@@ -5,11 +5,13 @@
 #include "model/cuda_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/random_fill.h"
@@ -20,6 +22,8 @@ namespace gpu {
 namespace {
 
 constexpr int kMaxStepStamps = 4096;  // marks per step: about 7 per layer
+
+std::atomic<int64_t> combines_in_norm{0};  // cuda_combines_in_norm()
 
 int next_pow2(int v) {
   int p = 1;
@@ -48,6 +52,8 @@ CudaModelBackend::CudaModelBackend(DeviceModel model, const BackendOptions& opts
   // MOE_CUDA_NO_GEMV=1: fp8 linears always take the dequantised bf16 GEMM (a debugging switch).
   const char* no_gemv = std::getenv("MOE_CUDA_NO_GEMV");
   gemv_ = !(no_gemv && std::string(no_gemv) == "1");
+  // MOE_COMBINE_IN_NORM=1 or =0 overrides the option (EnvSwitch, with the option as its default).
+  combine_in_norm_ = EnvSwitch("MOE_COMBINE_IN_NORM", copts_.combine_in_norm).get();
   // Stamps are for one GPU: the MoE op's part marker is one process-wide hook, which rank backends on several
   // GPUs would share.
   if (StepStamps::requested() && !comm_) {
@@ -260,6 +266,16 @@ bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
   return L.fp8 && gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols;
 }
 
+bool CudaModelBackend::combine_goes_to_next_norm(size_t l, int M) const {
+  // Not across ranks: the MoE output is all-reduced first. Not on the last layer: the final norm is another
+  // kernel.
+  if (!combine_in_norm_ || comm_ || l + 1 >= m_.layers.size() || !m_.layers[l].moe) return false;
+  const cuda::DeviceMoeLayer& moe = *m_.layers[l].moe;
+  return takes_fp8_gemv(m_.layers[l + 1].qkv, M) &&
+         fp8_gemv_takes_combine(M, static_cast<int>(m_.spec.hidden), moe.config().router.top_k,
+                                moe.shared() != nullptr);
+}
+
 void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M,
                               float* y) {
   if (!L.fp8) {
@@ -301,15 +317,20 @@ void CudaModelBackend::run_step(const StepPlan& p) {
   mark("embed");
   const float* pending_f32 = nullptr;  // the previous layer's MLP output, added before the next norm
   const uint16_t* pending_bf16 = nullptr;
+  cuda::MoeCombineInput pending_combine;  // or its MoE combine, still to be done (by the next q/k/v GEMV)
   for (size_t l = 0; l < m_.layers.size(); ++l) {
     const DeviceLayer& L = m_.layers[l];
     const int li = static_cast<int>(l);
     if (takes_fp8_gemv(L.qkv, N)) {
-      const NormInput in{x, pending_f32, pending_bf16, L.input_norm.as<float>(), eps, x_spare, nullptr};
+      const NormInput in{x,   pending_f32, pending_bf16, L.input_norm.as<float>(),
+                         eps, x_spare,     nullptr,      pending_combine};
+      pending_combine = {};
       fp8_gemv(L.qkv.fp8_codes.as<uint8_t>(), L.qkv.fp8_scale.as<float>(), L.qkv.rows, L.qkv.cols, nullptr, N,
                qkv_.as<float>(), stream_, &in);
       std::swap(x, x_spare);
     } else {
+      // combine_goes_to_next_norm asks takes_fp8_gemv of this q/k/v with the same N: nothing is pending here.
+      require(!pending_combine.y, "cuda backend: a MoE combine was left to a q/k/v without the fp8 GEMV");
       rms_norm(x, pending_f32, pending_bf16, L.input_norm.as<float>(), nullptr, N, H, eps,
                xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), stream_);
       linear(L.qkv, xn_f32_.as<float>(), xn_bf16_.as<uint16_t>(), N, qkv_.as<float>());
@@ -352,9 +373,11 @@ void CudaModelBackend::run_step(const StepPlan& p) {
     mark("norm+router");
     if (L.moe) {
       cuda::fused_moe(*L.moe, *moe_ws_, xn_bf16_.as<uint16_t>(), router_logits_.as<float>(), N,
-                      moe_out_.as<uint16_t>(), stream_);
+                      moe_out_.as<uint16_t>(), stream_, cuda::GemmPath::Auto,
+                      combine_goes_to_next_norm(l, N) ? &pending_combine : nullptr);
       pending_f32 = nullptr;
-      pending_bf16 = moe_out_.as<uint16_t>();
+      pending_bf16 = pending_combine.y ? nullptr : moe_out_.as<uint16_t>();
+      if (pending_combine.y) combines_in_norm.fetch_add(1, std::memory_order_relaxed);
       last_moe_rows_ = N;  // the op stamps its own parts
       all_reduce(moe_out_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::BF16);
     } else {
@@ -481,6 +504,10 @@ void CudaModelBackend::fill_kv_random(uint64_t seed) {
 
 bool cuda_model_backend_available() {
   return cuda::device_count() > 0;
+}
+
+int64_t cuda_combines_in_norm() {
+  return gpu::combines_in_norm.load(std::memory_order_relaxed);
 }
 
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,

@@ -16,7 +16,17 @@ namespace moe::model {
 struct CudaBackendOptions {
   bool use_graphs = true;    // decode steps (one token per sequence) replayed from CUDA graphs
   int max_graph_batch = 64;  // larger decode batches run eagerly; smaller ones pad to 1, 2, 4, ... this
+  // A MoE layer's weighted combine done inside the next layer's fp8 q/k/v GEMV (its RMSNorm stages the
+  // experts' rows) where they fit, one launch fewer per layer at decode sizes with the same bits; one GPU
+  // only. Off: on an H200 it made the batch-1 decode step slower (session 15, random Qwen3-30B-A3B fp8:
+  // 3.485 against 3.033 ms), its staging costing more than the launch it saves. MOE_COMBINE_IN_NORM=1 or =0
+  // in the environment overrides this.
+  bool combine_in_norm = false;
 };
+
+// How many MoE calls this process's CUDA backends have left to the next layer's GEMV (combine_in_norm): for
+// tests, which check that the fused form ran.
+int64_t cuda_combines_in_norm();
 
 // True when a CUDA device is visible (and this build has CUDA).
 bool cuda_model_backend_available();

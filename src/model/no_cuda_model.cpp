@@ -9,6 +9,10 @@ bool cuda_model_backend_available() {
   return false;
 }
 
+int64_t cuda_combines_in_norm() {
+  return 0;
+}
+
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights&, const TensorSource&,
                                                       const BackendOptions&, const CudaBackendOptions&) {
   fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");

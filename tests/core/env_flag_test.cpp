@@ -1,5 +1,5 @@
-// The environment switches: env_flag (set and non-zero means on) and EnvSwitch (default on, NAME=0 turns it
-// off, read once, set() overrides).
+// The environment switches: env_flag (set and non-zero means on) and EnvSwitch (a default, NAME=0 turns it
+// off and any other value on, read once, set() overrides).
 #include "core/env_flag.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +36,21 @@ TEST(EnvSwitch, DefaultOnZeroTurnsOffSetOverrides) {
 
   EnvSwitch other("MOE_TEST_SWITCH");  // "1": anything but 0 keeps it on
   EXPECT_TRUE(other.get());
+  ::unsetenv("MOE_TEST_SWITCH");
+}
+
+TEST(EnvSwitch, DefaultOffAnyNonZeroValueTurnsOn) {
+  ::unsetenv("MOE_TEST_SWITCH");
+  EnvSwitch unset("MOE_TEST_SWITCH", false);
+  EXPECT_FALSE(unset.get());
+  ::setenv("MOE_TEST_SWITCH", "1", 1);
+  EnvSwitch on("MOE_TEST_SWITCH", false);
+  EXPECT_TRUE(on.get());
+  ::setenv("MOE_TEST_SWITCH", "0", 1);
+  EnvSwitch off("MOE_TEST_SWITCH", false);
+  EXPECT_FALSE(off.get());
+  off.set(true);
+  EXPECT_TRUE(off.get());
   ::unsetenv("MOE_TEST_SWITCH");
 }
 

@@ -283,10 +283,11 @@ TEST_P(ForcedPathGpu, SwapAbTokenBitsDoNotDependOnThePass) {
   }
 }
 
-// The grouped GEMM's two tile kernels, wgmma (the default) and mma.sync: each against the reference from one
-// partial row tile per expert (M=1) to two tiles per expert (M=400: 200 pairs each) with a shared expert and
-// a K tail, each against the GEMV on a TP rank whose fp8 grid starts 64 into a block, and each twice with
-// the same bits.
+// The grouped GEMM's tile kernels: wgmma with its operands swapped where experts average few pairs (the
+// default: pair tiles of 16 at M=1 and 5, 32 at M=40, 64 at M=80), wgmma with 128-pair tiles, and mma.sync:
+// each against the reference from one partial tile per expert (M=1) to two tiles per expert (M=400: 200
+// pairs each) with a shared expert and a K tail, each against the GEMV on a TP rank whose fp8 grid starts 64
+// into a block, and each twice with the same bits.
 TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const auto [f, path] = GetParam();
@@ -302,10 +303,27 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::MoeWorkspace ws(layer, kM), ws_tp(layer_tp, kM);
   const std::vector<float> ref = reference_of(g);
   const double tol = default_tolerance(g.c.config);
-  for (const bool wgmma : {true, false}) {
-    cuda::set_grouped_gemm_wgmma(wgmma);
-    const char* name = wgmma ? "wgmma" : "mma.sync";
-    for (int M : {1, 5, 130, kM}) {
+  // The swapped wgmma kernel (few pairs per expert); the wgmma kernel with its fp8 A rows by TMA and by
+  // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
+  // differs: the same bits); the mma.sync kernel.
+  struct Kernel {
+    const char* name;
+    bool wgmma, swap, tma_a, quantise_h;
+  };
+  std::vector<float> wgmma_out;
+  const bool tma_a_default = cuda::grouped_gemm_tma_a(),
+             quantise_h_default = cuda::grouped_gemm_quantises_h();
+  for (const Kernel& kernel :
+       {Kernel{"wgmma swapped", true, true, true, true}, Kernel{"wgmma, A by TMA", true, false, true, true},
+        Kernel{"wgmma, A by cp.async", true, false, false, true},
+        Kernel{"wgmma, h by fp8_rows", true, false, true, false},
+        Kernel{"mma.sync", false, false, false, false}}) {
+    cuda::set_grouped_gemm_wgmma(kernel.wgmma);
+    cuda::set_grouped_gemm_swap(kernel.swap);
+    cuda::set_grouped_gemm_tma_a(kernel.tma_a);
+    cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
+    const char* name = kernel.name;
+    for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
       const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
       std::printf("[%s %s] M=%-4d %s\n", name, std::string(format_name(f)).c_str(), M,
@@ -324,8 +342,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     const std::vector<float> a = run(layer, ws, g, kM, path);
     const std::vector<float> b = run(layer, ws, g, kM, path);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << name << ": two runs differ";
+    if (kernel.wgmma && !kernel.swap && wgmma_out.empty()) {
+      wgmma_out = a;
+    } else if (kernel.wgmma && !kernel.swap) {
+      EXPECT_EQ(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4)) << name << ": not the first's bits";
+    }
   }
   cuda::set_grouped_gemm_wgmma(true);
+  cuda::set_grouped_gemm_swap(true);
+  cuda::set_grouped_gemm_tma_a(tma_a_default);
+  cuda::set_grouped_gemm_quantises_h(quantise_h_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

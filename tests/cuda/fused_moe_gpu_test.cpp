@@ -109,6 +109,33 @@ std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace
   return f;
 }
 
+// A generated case's unsharded layer and first max_m rows of inputs on the GPU, with a workspace for them.
+struct GpuLayerCase {
+  GeneratedCase generated;
+  MemorySource source;
+  MoeCase c;
+  cuda::DeviceMoeLayer layer;
+  cuda::MoeWorkspace ws;
+  cuda::DeviceBuffer x, logits;
+
+  GpuLayerCase(const CaseSpec& spec, int max_m)
+      : generated(generate_case(spec)),
+        source(generated.tensors),
+        c(build_case(generated.metadata, source)),
+        layer(c.config, layout::shard_moe_weights(
+                            c.weights, layout::plan_moe_layer(layer_spec_of(c), layout::Parallelism{}))),
+        ws(layer, max_m),
+        x(static_cast<size_t>(max_m) * spec.H * 2),
+        logits(static_cast<size_t>(max_m) * spec.E * 4) {
+    std::vector<uint16_t> xb(static_cast<size_t>(max_m) * spec.H);
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(c.x.as<float>()[i]);
+    x.upload(xb.data(), xb.size() * 2);
+    logits.upload(c.router_logits.data, logits.bytes());
+  }
+  GpuLayerCase(const GpuLayerCase&) = delete;
+  GpuLayerCase& operator=(const GpuLayerCase&) = delete;
+};
+
 class FusedMoeGpu : public ::testing::TestWithParam<std::tuple<int, WeightFormat>> {};
 
 TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
@@ -117,19 +144,12 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
   const WeightFormat f = std::get<1>(GetParam());
   std::printf("[%s %s] generating weights...\n", s.name, std::string(format_name(f)).c_str());
   std::fflush(stdout);
-  const GeneratedCase g = generate_case(spec_for(s, f, kMaxM));
-  MemorySource src(g.tensors);
-  const MoeCase c = build_case(g.metadata, src);
-  const layout::MoeLayerPlan plan = layout::plan_moe_layer(layer_spec_of(c), layout::Parallelism{});
-  const layout::RankWeights rank = layout::shard_moe_weights(c.weights, plan);
-  cuda::DeviceMoeLayer layer(c.config, rank);
-  cuda::MoeWorkspace ws(layer, kMaxM);
+  GpuLayerCase k(spec_for(s, f, kMaxM), kMaxM);
+  const MoeCase& c = k.c;
+  cuda::DeviceMoeLayer& layer = k.layer;
+  cuda::MoeWorkspace& ws = k.ws;
+  const cuda::DeviceBuffer &x = k.x, &logits = k.logits;
   const int H = static_cast<int>(s.H);
-  std::vector<uint16_t> xb(static_cast<size_t>(kMaxM) * H);
-  for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(c.x.as<float>()[i]);
-  cuda::DeviceBuffer x(xb.size() * 2), logits(static_cast<size_t>(kMaxM) * s.E * 4);
-  x.upload(xb.data(), xb.size() * 2);
-  logits.upload(c.router_logits.data, static_cast<size_t>(kMaxM) * s.E * 4);
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreate(&stream));
 
@@ -315,6 +335,59 @@ TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
         "[grouping] EP %d: %d pairs on this rank over %d active experts, each expert's pairs complete\n", ep,
         local_pairs, n_active);
   }
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The shared expert's stages on the workspace's second stream, beside the routed experts' (forked after the
+// prologue, joined before the combine): the same bits as one after the other, called directly and replayed
+// from a captured CUDA graph (where the fork and the join are graph edges), on a Qwen3-Next-like layer with a
+// gated shared expert, at the token counts where the paths that allow it run.
+TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+    const NamedShape shape{"small-shared", 64, 512, 256, 8, 256, true, false};
+    constexpr int kM = 64;
+    GpuLayerCase k(spec_for(shape, f, kM), kM);
+    cuda::DeviceMoeLayer& layer = k.layer;
+    cuda::MoeWorkspace& ws = k.ws;
+    const cuda::DeviceBuffer &x = k.x, &logits = k.logits;
+    const int H = static_cast<int>(shape.H);
+    for (const int M : {1, 3, 8, 64}) {
+      cuda::set_shared_expert_beside_routed(false);
+      const std::vector<float> after = run_gpu(layer, ws, x, logits, M, H, stream);
+      cuda::set_shared_expert_beside_routed(true);
+      const std::vector<float> beside = run_gpu(layer, ws, x, logits, M, H, stream);
+      const auto non_finite =
+          std::count_if(beside.begin(), beside.end(), [](float v) { return !std::isfinite(v); });
+      EXPECT_EQ(non_finite, 0) << format_name(f) << " M=" << M;
+      EXPECT_EQ(0, std::memcmp(after.data(), beside.data(), after.size() * 4))
+          << format_name(f) << " M=" << M << ": beside the routed experts, other bits";
+      // The same call captured into a graph and replayed.
+      cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
+      ws.poison(stream);
+      out.poison(stream);
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
+      MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+      MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
+      MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
+      size_t differ = 0;
+      for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == after[i] ? 0 : 1;
+      EXPECT_EQ(differ, 0u) << format_name(f) << " M=" << M << ": the graph replay gives other bits";
+      MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+      std::printf("[shared beside routed] %s M=%d: same bits directly and from a graph\n",
+                  std::string(format_name(f)).c_str(), M);
+    }
+  }
+  cuda::set_shared_expert_beside_routed(true);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

@@ -187,10 +187,11 @@ INSTANTIATE_TEST_SUITE_P(batches, cuda_model_consistency,
                                   std::to_string(std::get<1>(p.param));
                          });
 
-std::unique_ptr<ModelBackend> cuda_backend(WeightFormat f, bool graphs) {
+std::unique_ptr<ModelBackend> cuda_backend(WeightFormat f, bool graphs, bool combine_in_norm = true) {
   const auto ckpt = HfCheckpoint::open(model_dir(f), false);
   CudaBackendOptions c;
   c.use_graphs = graphs;
+  c.combine_in_norm = combine_in_norm;
   return make_cuda_model_backend(load_model_weights(*ckpt, false), *ckpt, small_pages(), c);
 }
 
@@ -239,6 +240,29 @@ TEST_P(cuda_model_graphs, GraphReplayEqualsEagerDecode) {
 INSTANTIATE_TEST_SUITE_P(formats, cuda_model_graphs,
                          ::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                          [](const auto& p) { return std::string(fmt_name(p.param)); });
+
+// The MoE combine done inside the next layer's fp8 q/k/v GEMV (CudaBackendOptions::combine_in_norm) gives
+// the same bits as the combine kernel: decode logits with it and without, eager at batch 1, 2 and 3 (each row
+// count's GEMV) and replayed from graphs at batch 1 and 4. The counter shows the fused form ran (and only
+// when asked for).
+TEST(cuda_model_combine, CombineInTheNextNormKeepsTheBits) {
+  SKIP_WITHOUT_GPU();
+  unsetenv("MOE_COMBINE_IN_NORM");  // the options decide here
+  const WeightFormat f = WeightFormat::Fp8Block;
+  for (const auto& [batch, graphs] : {std::pair{1, false}, {2, false}, {3, false}, {1, true}, {4, true}}) {
+    const int64_t before_off = cuda_combines_in_norm();
+    const std::vector<float> off = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+    EXPECT_EQ(cuda_combines_in_norm(), before_off) << "combine_in_norm = false still fused the combine";
+    const int64_t before_on = cuda_combines_in_norm();
+    const std::vector<float> on = decode_run(cuda_backend(f, graphs, true).release(), batch, 4);
+    EXPECT_GT(cuda_combines_in_norm(), before_on)
+        << "batch " << batch << ": no combine went to the next norm";
+    ASSERT_EQ(off.size(), on.size());
+    expect_finite(on, "combine in norm");
+    for (size_t i = 0; i < off.size(); ++i)
+      ASSERT_EQ(off[i], on[i]) << "batch " << batch << (graphs ? " (graphs)" : "") << ": logit " << i;
+  }
+}
 
 // Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
 // head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV

@@ -96,4 +96,56 @@ __device__ __forceinline__ float warp_quantize_fp8_codes(const uint16_t* src, in
   return warp_fp8_codes_from_bits(lane_group_bits(src, g0, g1), g0, g1, dst);
 }
 
+// Loads of 16 bytes per lane that warp_fp8_row has in flight together: two groups each, so 16 groups (a
+// 2048-wide row) before the first reduction.
+constexpr int kRowLoadBatch = 8;
+
+// One warp quantises a whole row: the bf16 values src[0, n) in the 128 grid that starts `phase` before the
+// row (FORMATS.md section 3; groups = ceil((n + phase) / 128); n and phase multiples of 8, src and dst
+// 16- and 8-byte aligned): e4m3 codes to dst[0, n), scale g to scales[g]. Half-warp h of load j takes group
+// 2j + h, 8 values per lane, so a group's amax takes 4 shuffles (the warp-per-group form took 5 for 4 values
+// per lane, behind one 256-byte load) and every load of the row is issued before the first reduction.
+// The same codes and scales as warp_quantize_fp8_codes: the amax is exact, then fp8_group_scale, fp8_code.
+__device__ __forceinline__ void warp_fp8_row(const uint16_t* src, int n, int phase, int groups, uint8_t* dst,
+                                             float* scales) {
+  const int lane = static_cast<int>(threadIdx.x % 32), half = lane / 16, sub = lane % 16;
+  for (int g0 = 0; g0 < groups; g0 += 2 * kRowLoadBatch) {
+    uint4 raw[kRowLoadBatch];
+#pragma unroll
+    for (int j = 0; j < kRowLoadBatch; ++j) {
+      const int g = g0 + 2 * j + half, k = g * 128 - phase + 8 * sub;
+      raw[j] =
+          g < groups && k >= 0 && k < n ? *reinterpret_cast<const uint4*>(src + k) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < kRowLoadBatch; ++j) {
+      if (g0 + 2 * j >= groups) break;  // the same for every lane: the shuffles below see the whole warp
+      const int g = g0 + 2 * j + half, k = g * 128 - phase + 8 * sub;
+      const uint32_t w[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[2 * i] = bf16_to_f32(static_cast<uint16_t>(w[i] & 0xffffu));
+        v[2 * i + 1] = bf16_to_f32(static_cast<uint16_t>(w[i] >> 16));
+      }
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+#pragma unroll
+      for (int m = 8; m >= 1; m /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
+      const float s = fp8_group_scale(amax);
+      if (g < groups && k >= 0 && k < n) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          lo |= static_cast<uint32_t>(fp8_code(v[i], s)) << (8 * i);
+          hi |= static_cast<uint32_t>(fp8_code(v[4 + i], s)) << (8 * i);
+        }
+        *reinterpret_cast<uint2*>(dst + k) = make_uint2(lo, hi);
+      }
+      if (sub == 0 && g < groups) scales[g] = s;
+    }
+  }
+}
+
 }  // namespace moe::cuda

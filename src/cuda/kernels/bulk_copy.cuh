@@ -38,8 +38,9 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 }
 
 // A 2-D box of the tensor map at `map` (a __grid_constant__ kernel parameter; coordinates: element c0 of a
-// row, row c1; outside the tensor zeros) into shared memory at `dst` (1024-byte aligned for the 128-byte
-// swizzle); its bytes complete a transaction count on `bar`.
+// row, row c1; outside the tensor zeros) into shared memory at `dst` (128-byte aligned; the 128-byte swizzle
+// is a function of the shared address, bits 4-6 XOR bits 7-9, so a one-row box at tile row r of a
+// 1024-aligned tile lands as row r of the whole-tile box); its bytes complete a transaction count on `bar`.
 __device__ __forceinline__ void tma_box_to_shared(uint32_t dst, const void* map, int c0, int c1,
                                                   uint64_t* bar) {
   asm volatile(

@@ -8,12 +8,27 @@
 
 #include <cstdint>
 
+#include "core/codecs.h"
 #include "cuda/kernels/launchers.h"
 
 namespace moe::cuda {
 
 // Rows of pairs one GEMM tile covers.
 constexpr int kMmaTileRows = 128;
+// Stage 1's outputs per column block of the wgmma kernel (128 weight rows: 64 gate and 64 up rows).
+constexpr int kStage1BlockOutputs = 64;
+
+// The stage-1 column blocks [begin, end) that hold 128-wide group j of h, whose grid starts `phase` (a
+// multiple of kStage1BlockOutputs) before output 0, of n_blocks in all: one or two. The wgmma kernel gives
+// them to one block when it quantises h in its epilogue (grouped_gemm_quantises_h).
+struct ColumnBlocks {
+  int begin, end;
+};
+MOE_HD ColumnBlocks h_group_column_blocks(int j, int phase, int n_blocks) {
+  const int first = 128 * j - phase, last = 128 * j + 128 - phase;
+  const int end = last / kStage1BlockOutputs;
+  return {(first > 0 ? first : 0) / kStage1BlockOutputs, end < n_blocks ? end : n_blocks};
+}
 
 // Whether this weight format / activation quantisation pair has a tensor-core path.
 bool mma_supported(WFormat f, AQuant q);
@@ -24,6 +39,7 @@ int mma_max_tiles(int pairs, int experts);
 struct MmaScratch {
   uint8_t* x_codes;  // fp8: [tokens, H] e4m3 codes of x
   float* x_scales;   // fp8: [tokens, ceil(H/128)]
+  bool x_ready;  // fp8: the prologue wrote x_codes and x_scales this call (else stage 1 quantises x first)
   uint8_t* h_codes;  // fp8: [pairs, P] e4m3 codes of h (rows of pairs that exist)
   float* h_scales;   // fp8: [pairs, stage 2's K blocks]
   int2* tiles;       // [max_tiles] (expert, first pair index) of each row tile
@@ -36,6 +52,32 @@ struct MmaScratch {
 // run both).
 bool grouped_gemm_uses_wgmma();
 void set_grouped_gemm_wgmma(bool on);
+// Whether calls whose experts average few pairs run the wgmma GEMM with its operands swapped (pair tiles of
+// 16, 32 or 64: grouped_gemm_pair_tile): on unless MOE_WGMMA_SWAP=0; set_grouped_gemm_swap overrides it.
+bool grouped_gemm_swaps();
+void set_grouped_gemm_swap(bool on);
+// The pair tile of a call of `pairs` pairs over `experts` experts: 16, 32 or 64 for the swapped wgmma GEMM,
+// or kMmaTileRows for the 128-pair tiles: swapped_pair_tile with grouped_gemm_swap_max_tile.
+int grouped_gemm_pair_tile(int pairs, int experts);
+// The tile by the mean pairs per expert (16 up to 12, 32 up to 24, 64 up to 48, else kMmaTileRows), and
+// kMmaTileRows where that exceeds max_tile.
+int swapped_pair_tile(int pairs, int experts, int max_tile);
+// The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 32 by
+// default. On an H200 (session 15), against the 128-pair tiles: its 32-pair tiles won on Qwen3-30B-A3B fp8
+// M=256 (248 against 302 us), its 16-pair tiles tied on DeepSeek-V3 TP8 M=256 (520 against 515), its
+// 64-pair tiles lost on DeepSeek-V3 TP8 M=1024 (862 against 696).
+int grouped_gemm_swap_max_tile();
+// Whether the wgmma kernel's fp8 A rows (x's tokens, h's pairs) come by the tensor memory accelerator, a
+// 128-byte box per row, instead of the copier threads' cp.async: off unless MOE_WGMMA_TMA_A=1 (measured
+// slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
+bool grouped_gemm_tma_a();
+void set_grouped_gemm_tma_a(bool on);
+// Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
+// blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
+// fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.
+// The same codes.
+bool grouped_gemm_quantises_h();
+void set_grouped_gemm_quantises_h(bool on);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,

@@ -18,6 +18,7 @@ namespace moe::cuda {
 
 constexpr int kMmaBM = kMmaTileRows, kMmaBN = 128, kMmaThreads = 256;
 constexpr int kMmaTileBytes = kMmaBM * kTileRowBytes;  // one operand's tile of one K step
+static_assert(kMmaBN / 2 == kStage1BlockOutputs, "stage 1 interleaves gate and up rows in a column block");
 
 // A pipeline slot: the A tile, the B tile, then for fp8 the A rows' and the weight rows' scales of the step.
 template <bool kFp8>
@@ -32,12 +33,18 @@ struct MmaKernelArgs {
   const int* sorted_pairs;
   const int2* tiles;
   const int* num_tiles;
-  const uint8_t* a;       // A rows: [rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  const uint8_t* a;  // A rows: [a_rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  int a_rows;
   const float* a_scales;  // fp8: [rows, a_groups]
   int a_div, a_groups;
   int k, k_phase, steps;  // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
   uint16_t* h;            // stage 1 out [pairs, P]
-  float* y;               // stage 2 out [pairs, H]
+  // fp8 stage 1 on wgmma with h quantised in its epilogue (null: h as bf16, quantised by fp8_rows): e4m3
+  // codes [pairs, P] and 1x128 scales [pairs, h_groups] in the grid `phase` (a multiple of 64) before h.
+  uint8_t* h_codes;
+  float* h_scales;
+  int h_groups;
+  float* y;  // stage 2 out [pairs, H]
 };
 
 // Weight row (and its validity) behind tile row r. Stage 1 interleaves per 32 rows: tile rows 32w..32w+15
@@ -116,14 +123,15 @@ struct MmaTileLoader {
     }
   }
 
-  // K step `step` into the slot at shared address `base` (asynchronously; the caller commits).
-  __device__ void load(const MmaKernelArgs& a, uint32_t base, int step) const {
+  // K step `step` into the slot at shared address `base` (asynchronously; the caller commits). Without
+  // copy_rows only the scales (expert_wgmma.cu's A rows by TMA).
+  __device__ void load(const MmaKernelArgs& a, uint32_t base, int step, bool copy_rows = true) const {
     const int chunk = tid % 8;
     const int kc = step * kStepElems - a.k_phase + chunk * kChunkElems;
     const bool k_ok = kc >= 0 && kc < a.k;
     const uint32_t koff = static_cast<uint32_t>(k_ok ? kc : 0) * kEsz;
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
+    for (int i = 0; i < kRows && copy_rows; ++i) {
       const int r = tid / 8 + kRowStride * i;
       cp_async16(base + swizzled(r, chunk), a_base + a_off[i] + koff, k_ok && (ok_mask >> i & 1u));
       if constexpr (kCopyB)
@@ -137,9 +145,10 @@ struct MmaTileLoader {
   }
 };
 
-// Stage 1's output for pair `pair`: h[pair][n, n + 1] = act(g + bias, u + bias) as bf16 (n even, n < P).
-__device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float g0,
-                                             float g1, float u0, float u1) {
+// Stage 1's outputs n, n + 1 of expert e (n even, n < P): act(g + bias, u + bias), each rounded to bf16,
+// packed (n in the low half).
+__device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, int n, float g0, float g1,
+                                                float u0, float u1) {
   const int P = a.w.inter;
   if (a.w.w13_bias) {
     const float* b = a.w.w13_bias + static_cast<size_t>(e) * 2 * P;
@@ -148,9 +157,14 @@ __device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size
     u0 += b[P + n];
     u1 += b[P + n + 1];
   }
-  const uint32_t packed = static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
-                          static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
-  *reinterpret_cast<uint32_t*>(a.h + pair * P + n) = packed;
+  return static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
+         static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
+}
+
+// Stage 1's output for pair `pair`: h[pair][n, n + 1] as bf16.
+__device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float g0,
+                                             float g1, float u0, float u1) {
+  *reinterpret_cast<uint32_t*>(a.h + pair * a.w.inter + n) = h_pair_bits(a, e, n, g0, g1, u0, u1);
 }
 
 // Stage 2's output for pair `pair`: y[pair][n, n + 1] = v + bias (n even, n < H).

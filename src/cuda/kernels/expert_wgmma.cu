@@ -12,7 +12,9 @@
 
 #include <algorithm>
 
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
+#include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/smem_ring.cuh"
@@ -73,23 +75,92 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int m0
 // row offsets do not spill).
 constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
 
-// Work item `item`'s tile: expert, first pair, end of the expert's pairs, first output column.
+// A work item's tile: expert, first pair, end of the expert's pairs, first output column.
 struct WorkItem {
   int e, m0, m_end, n0;
 };
 
 template <int kStage>
-__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, int n_blocks) {
-  const int2 tile = a.tiles[item / n_blocks];
-  return {tile.x, tile.y, a.offsets[tile.x + 1], (item % n_blocks) * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
+__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int column_block) {
+  const int2 tile = a.tiles[tile_index];
+  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
 }
 
-template <bool kFp8, int kStage>
+// A block takes runs of work items: one row tile's column blocks [begin, end). A run is one column block,
+// except when stage 1 quantises h (a.h_codes): then it is the column blocks of one 128-wide group of h (64
+// outputs each, the grid's phase a multiple of 64: one or two blocks), so one block sees the whole group.
+struct Run {
+  int tile, group, begin, end;
+};
+
+template <int kStage>
+__device__ __forceinline__ Run run_of(const MmaKernelArgs& a, int run, int n_runs, int n_blocks) {
+  const int tile = run / n_runs, j = run % n_runs;
+  if (kStage != 1 || !a.h_codes) return {tile, j, j, j + 1};
+  const ColumnBlocks blocks = h_group_column_blocks(j, a.w.phase, n_blocks);
+  return {tile, j, blocks.begin, blocks.end};
+}
+
+// Stage 1's epilogue with h quantised (a.h_codes): this thread's h pairs of one column block (rows row0 and
+// row0 + 8, outputs n0 + 16 jj + 8 jl + 2 tig (+1) at q = 2 jj + jl) as bf16 bits, and each row's amax over
+// the block (its four tig lanes reduced). The amax is exact, so the group's scale and codes are fp8_rows'.
+struct HBlock {
+  uint32_t bits[2][8];
+  float amax[2];
+};
+
+__device__ __forceinline__ HBlock h_block(const MmaKernelArgs& a, const WorkItem& w, int row0, int tig,
+                                          const float (&acc)[64]) {
+  HBlock b;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool row_ok = w.m0 + row0 + 8 * h < w.m_end;
+    b.amax[h] = 0.0f;
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+      for (int jl = 0; jl < 2; ++jl) {
+        const int j = 4 * jj + jl, q = 2 * jj + jl, n = w.n0 + 16 * jj + 8 * jl + 2 * tig;
+        b.bits[h][q] = row_ok && n < a.w.inter
+                           ? h_pair_bits(a, w.e, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
+                                         acc[4 * (j + 2) + 2 * h], acc[4 * (j + 2) + 2 * h + 1])
+                           : 0u;
+        b.amax[h] = fmaxf(b.amax[h], fmaxf(fabsf(bf16_to_f32(static_cast<uint16_t>(b.bits[h][q] & 0xffffu))),
+                                           fabsf(bf16_to_f32(static_cast<uint16_t>(b.bits[h][q] >> 16)))));
+      }
+    b.amax[h] = fmaxf(b.amax[h], __shfl_xor_sync(0xffffffffu, b.amax[h], 1));
+    b.amax[h] = fmaxf(b.amax[h], __shfl_xor_sync(0xffffffffu, b.amax[h], 2));
+  }
+  return b;
+}
+
+// The codes of one column block's h pairs under row h's scale s, to pair `pair`'s row of h_codes.
+__device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pair, int n0, int tig,
+                                              const uint32_t (&bits)[8], float s) {
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+    for (int jl = 0; jl < 2; ++jl) {
+      const int q = 2 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
+      if (n >= a.w.inter) continue;
+      const uint32_t lo = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] & 0xffffu)), s);
+      const uint32_t hi = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] >> 16)), s);
+      *reinterpret_cast<uint16_t*>(a.h_codes + pair * a.w.inter + n) = static_cast<uint16_t>(lo | hi << 8);
+    }
+}
+
+// kTmaA (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a gather:
+// the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
+// threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
+// consumers need no proxy fence, and the A bytes bypass the load/store unit.
+template <bool kFp8, int kStage, bool kTmaA>
 __global__ void __launch_bounds__(kThreads, 1)
-    expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap b_map) {
+    expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
+                        const __grid_constant__ CUtensorMap a_map) {
+  static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const int items = *a.num_tiles * n_blocks;
-  if (static_cast<int>(blockIdx.x) >= items) return;
+  const int runs = *a.num_tiles * n_runs;
+  if (static_cast<int>(blockIdx.x) >= runs) return;
   constexpr int kSlot = slot_bytes<kFp8>();
   __shared__ uint64_t full[kStages], empty[kStages];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
@@ -110,33 +181,53 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     int ring = 0;  // the block's K steps so far: slot ring % kStages, its round ring / kStages
     const int P = a.w.inter, H = a.w.hidden;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const WorkItem w = work_item<kStage>(a, item, n_blocks);
-      const MmaTileLoader<kFp8, kStage, 128, !kFp8> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
-      // fp8: the B tile's first weight row in the tensor map (rows past the expert's outputs are read but
-      // their columns are never stored; past the tensor's end they are zeros).
-      const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
-      for (int step = 0; step < a.steps; ++step, ++ring) {
-        const int slot = ring % kStages, round = ring / kStages;
-        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-        if (kFp8 && tid == 0) {
-          const uint32_t b_dst = smem0 + slot * kSlot + kMmaTileBytes;
-          const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
-          mbar_expect_tx(&full[slot], kMmaTileBytes);
-          if (kStage == 1) {
-            // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
+    for (int r = blockIdx.x; r < runs; r += gridDim.x) {
+      const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+      for (int cb = run.begin; cb < run.end; ++cb) {
+        const WorkItem w = work_item<kStage>(a, run.tile, cb);
+        const MmaTileLoader<kFp8, kStage, 128, !kFp8> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
+        // kTmaA: this lane's tile rows lane + 32 i; rows past the expert's pairs repeat its last pair's row
+        // (read, multiplied, never stored).
+        int a_row[4] = {0, 0, 0, 0};
+        if (kTmaA && tid < 32) {
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              tma_box_to_shared(b_dst + 32 * q * kTileRowBytes, &b_map, kc, b_row + 16 * q, &full[slot]);
-              tma_box_to_shared(b_dst + (32 * q + 16) * kTileRowBytes, &b_map, kc, b_row + P + 16 * q,
-                                &full[slot]);
-            }
-          } else {
-            tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
-          }
+          for (int i = 0; i < 4; ++i)
+            a_row[i] = a.sorted_pairs[min(w.m0 + tid + 32 * i, w.m_end - 1)] / a.a_div;
         }
-        loader.load(a, smem0 + slot * kSlot, step);
-        cp_async_mbar_arrive(&full[slot]);
+        // fp8: the B tile's first weight row in the tensor map (rows past the expert's outputs are read but
+        // their columns are never stored; past the tensor's end they are zeros).
+        const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
+        for (int step = 0; step < a.steps; ++step, ++ring) {
+          const int slot = ring % kStages, round = ring / kStages;
+          if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+          const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
+          if (kTmaA && tid < 32) {
+            // The expected bytes are registered before any of this step's boxes can land.
+            if (tid == 0) mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
+            __syncwarp();
+            const uint32_t a_dst = smem0 + slot * kSlot;
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              tma_box_to_shared(a_dst + (tid + 32 * i) * kTileRowBytes, &a_map, kc, a_row[i], &full[slot]);
+          }
+          if (kFp8 && tid == 0) {
+            const uint32_t b_dst = smem0 + slot * kSlot + kMmaTileBytes;
+            if (!kTmaA) mbar_expect_tx(&full[slot], kMmaTileBytes);
+            if (kStage == 1) {
+              // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                tma_box_to_shared(b_dst + 32 * q * kTileRowBytes, &b_map, kc, b_row + 16 * q, &full[slot]);
+                tma_box_to_shared(b_dst + (32 * q + 16) * kTileRowBytes, &b_map, kc, b_row + P + 16 * q,
+                                  &full[slot]);
+              }
+            } else {
+              tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
+            }
+          }
+          loader.load(a, smem0 + slot * kSlot, step, !kTmaA);
+          cp_async_mbar_arrive(&full[slot]);
+        }
       }
     }
     cp_async_wait<0>();
@@ -146,64 +237,96 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
   int ring = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const WorkItem w = work_item<kStage>(a, item, n_blocks);
-    float acc[64];
+  for (int r = blockIdx.x; r < runs; r += gridDim.x) {
+    const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+    HBlock first{};  // stage 1 with h quantised: the group's first column block while the second runs
+    for (int cb = run.begin; cb < run.end; ++cb) {
+      const WorkItem w = work_item<kStage>(a, run.tile, cb);
+      float acc[64];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    for (int step = 0; step < a.steps; ++step, ++ring) {
-      const int slot = ring % kStages, round = ring / kStages;
-      mbar_wait(&full[slot], round & 1);
-      fence_proxy_async_shared();  // the copies (generic proxy) before this warpgroup's wgmma reads them
-      const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-      const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
-      if constexpr (kFp8) {
-        float part[64];
-        wgmma_fence();
+      for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+      for (int step = 0; step < a.steps; ++step, ++ring) {
+        const int slot = ring % kStages, round = ring / kStages;
+        mbar_wait(&full[slot], round & 1);
+        // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
+        if (!kTmaA) fence_proxy_async_shared();
+        const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+        const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
+        if constexpr (kFp8) {
+          float part[64];
+          wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
-                                  wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(part);
-        const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
-        const float* sb = sa + kMmaBM;
-        const float sa0 = sa[row0], sa1 = sa[row0 + 8];
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
+                                    wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(part);
+          const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+          const float* sb = sa + kMmaBM;
+          const float sa0 = sa[row0], sa1 = sa[row0 + 8];
 #pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
-          acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
-          acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
-          acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
-          acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
+          for (int j = 0; j < 16; ++j) {
+            const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
+            acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
+            acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
+            acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
+            acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
+          }
+        } else {
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
+                                     wgmma_desc_sw128(b_base + 32 * ks), true);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc);
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);
+      }
+      if (kFp8 && kStage == 1 && a.h_codes) {
+        HBlock b = h_block(a, w, row0, tig, acc);
+        if (cb + 1 < run.end) {
+          first = b;
+          continue;
+        }
+        const bool two = run.end - run.begin == 2;
+        const int first_n0 = w.n0 - kStage1BlockOutputs;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int p = w.m0 + row0 + 8 * h;
+          if (p >= w.m_end) continue;
+          const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
+          const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
+          if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
+          store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
+          if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
         }
       } else {
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
-                                   wgmma_desc_sw128(b_base + 32 * ks), true);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(acc);
+        store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
     }
-    store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
   }
 #else
   __trap();
 #endif
 }
 
-template <bool kFp8, int kStage>
+// Off by default: a 128-byte box per tile row is far slower than the copiers' cp.async on an H200 (session
+// 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
+// the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
+EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
+
+template <bool kFp8, int kStage, bool kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
+  // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
+  const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage>;
+  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -213,17 +336,31 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const CUtensorMap b_map =
       kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
            : CUtensorMap{};
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, b_map);
+  // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
+  const CUtensorMap a_map = kTmaA ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1) : CUtensorMap{};
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, n_runs, b_map,
+                                                                                 a_map);
   MOE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
+bool grouped_gemm_tma_a() {
+  return tma_a_switch.get();
+}
+
+void set_grouped_gemm_tma_a(bool on) {
+  tma_a_switch.set(on);
+}
+
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
-  if (fp8)
-    stage == 1 ? launch<true, 1>(k, max_tiles, stream) : launch<true, 2>(k, max_tiles, stream);
+  if (fp8 && grouped_gemm_tma_a())
+    stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
+  else if (fp8)
+    stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
   else
-    stage == 1 ? launch<false, 1>(k, max_tiles, stream) : launch<false, 2>(k, max_tiles, stream);
+    stage == 1 ? launch<false, 1, false>(k, max_tiles, stream)
+               : launch<false, 2, false>(k, max_tiles, stream);
 }
 
 }  // namespace moe::cuda

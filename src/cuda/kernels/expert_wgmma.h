@@ -11,4 +11,9 @@ struct MmaKernelArgs;
 // Stage `stage` (1 or 2) of the grouped GEMM over the tile list in `k`, for fp8 codes or bf16.
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream);
 
+// The same with the operands swapped (expert_wgmma_swap.cu): 128 weight rows x pair tiles of `pair_tile`
+// (16, 32 or 64) pairs; the tile list in `k` must have been made with that many rows per tile.
+void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pair_tile, int max_tiles,
+                            cudaStream_t stream);
+
 }  // namespace moe::cuda

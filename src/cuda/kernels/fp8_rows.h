@@ -20,8 +20,8 @@ struct Fp8RowsArgs {
   float* scales;   // [rows, groups]
 };
 
-// Quantises every listed row (one warp per row). Launched to overlap its predecessor's tail
-// (programmatic dependent launch); it waits for the predecessor before reading.
+// Quantises every listed row (one warp per row; n and phase multiples of 8). Launched to overlap its
+// predecessor's tail (programmatic dependent launch); it waits for the predecessor before reading.
 void launch_fp8_rows(const Fp8RowsArgs& a, cudaStream_t stream);
 
 }  // namespace moe::cuda

@@ -15,8 +15,11 @@ struct RouteArgs {
   float* topk_weights;  // [M, K]
   AQuant quant;         // stage 1's activation quantisation
   float* xq;  // [M, H] out: x quantised (dequantised values), what the GEMV's stage 1 multiplies; or null
-  uint8_t* x_codes;  // [M, H] out: fp8 e4m3 codes of x for the streaming path (quant == Fp8), or null
+  uint8_t* x_codes;  // [M, H] out: fp8 e4m3 codes of x (streaming, swap-AB and grouped GEMM paths), or null
   float* x_scales;   // [M, ceil(H/128)] out: their 1x128 scales
+  // x_codes by row (the grouped GEMM, many tokens): warp M + t quantises row t whole (warp_fp8_row) beside
+  // the routing warps; otherwise a warp per (token, group), which suits a few tokens.
+  bool x_rows;
   // Shared expert (all null when the layer has none).
   const uint16_t* x;  // [M, H] bf16
   int hidden;
@@ -44,7 +47,12 @@ struct AlignArgs {
   // The one-block prologue also zeroes these (the fused decode kernel's counters, expert_fused.h).
   int* zero_ints = nullptr;
   int n_zero_ints = 0;
+  // [kGroupingMaxBlocks, E] (launch_align's many-block grouping): each block's counts, then its first
+  // position per expert. Null: the grouping runs in one block.
+  int* block_counts = nullptr;
 };
+// Blocks of the many-block grouping at most (sizes AlignArgs::block_counts).
+constexpr int kGroupingMaxBlocks = 128;
 void launch_align(const AlignArgs& a, cudaStream_t stream);
 void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream);
 

@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/codecs.h"
+#include "core/error.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
@@ -83,6 +85,15 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
     }
   }
   const GroupGrid grid(a.quant, a.hidden, 0);
+  if (a.x_rows) {
+    const int t = w - M;
+    if (t >= 0 && t < M) {
+      const size_t row = static_cast<size_t>(t) * a.hidden;
+      warp_fp8_row(a.x + row, a.hidden, 0, grid.count(), a.x_codes + row,
+                   a.x_scales + static_cast<size_t>(t) * grid.count());
+    }
+    return;
+  }
   if (w < M * grid.count()) warp_quantize_token_group(a, w / grid.count(), w % grid.count(), grid);
 }
 
@@ -141,8 +152,11 @@ void with_per_lane(int E, Launch&& launch) {
 }
 
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
+  // x by row (warp_fp8_row): 16-byte loads of each row.
+  require(!a.x_rows || (a.hidden % 8 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0),
+          "route: x rows for the grouped GEMM must be 16-byte aligned (hidden ", a.hidden, ")");
   // No quantisation items when no stage wants x quantised here.
-  const int items = (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
+  const int items = a.x_rows ? 2 * M : (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
   const int warps = std::max(M, items);
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
     launch_overlapped(route_kernel<decltype(per_lane)::value>, dim3((warps + kRouteWarps - 1) / kRouteWarps),

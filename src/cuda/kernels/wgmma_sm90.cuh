@@ -49,39 +49,74 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// One m64n128 wgmma over the accumulators d[0..63] (%0..%63), descriptors %64 and %65, accumulating into d
-// when %66 is non-zero; INSTR is the instruction's name, TAIL its immediate arguments after the predicate.
-#define MOE_WGMMA_M64N128(INSTR, TAIL, d, desc_a, desc_b, accumulate)                                   \
-  asm volatile(                                                                                         \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" INSTR                                                \
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "    \
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, " \
-      "%39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, " \
-      "%58, %59, %60, %61, %62, %63}, %64, %65, p" TAIL ";\n}\n"                                        \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),        \
-        "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),      \
-        "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),      \
-        "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),      \
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),      \
-        "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),      \
-        "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),      \
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])       \
-      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
+// The operand text of an m64nN wgmma with N / 2 accumulators per thread: the accumulator list, the two
+// descriptors and the accumulate predicate's register (generated: inline asm needs literal operand numbers).
+#define MOE_WGMMA_D16                \
+  "{%0, %1, %2, %3, %4, %5, %6, %7}" \
+  ", %8, %9"
+#define MOE_WGMMA_P16 "%10"
+#define MOE_WGMMA_D32                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}" \
+  ", %16, %17"
+#define MOE_WGMMA_P32 "%18"
+#define MOE_WGMMA_D64                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"                       \
+  ", %32, %33"
+#define MOE_WGMMA_P64 "%34"
+#define MOE_WGMMA_D128                                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
+  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
+  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"                                 \
+  ", %64, %65"
+#define MOE_WGMMA_P128 "%66"
+// "+f" constraints of accumulators d[o .. o + 8 * 2^i - 1].
+#define MOE_WGMMA_F8(d, o)                                                                    \
+  "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), \
+      "+f"(d[o + 6]), "+f"(d[o + 7])
+#define MOE_WGMMA_F16(d, o) MOE_WGMMA_F8(d, o), MOE_WGMMA_F8(d, o + 8)
+#define MOE_WGMMA_F32(d, o) MOE_WGMMA_F16(d, o), MOE_WGMMA_F16(d, o + 16)
+#define MOE_WGMMA_F64(d, o) MOE_WGMMA_F32(d, o), MOE_WGMMA_F32(d, o + 32)
 
-// d = a * b (+ d when accumulate) for a 64 x 128 tile over 32 bytes of K: k32 of e4m3 codes or k16 of bf16
-// (neither operand transposed: both K-major).
+// One m64nNk32-byte wgmma: INSTR the instruction's name with its shape, TAIL its immediates after the
+// predicate.
+#define MOE_WGMMA(N, INSTR, TAIL, d, desc_a, desc_b, accumulate)                                    \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " MOE_WGMMA_P##N ", 0;\n" INSTR " " MOE_WGMMA_D##N \
+               ", p" TAIL ";\n}\n"                                                                  \
+               : MOE_WGMMA_F##N##_OPERANDS(d)                                                       \
+               : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
+#define MOE_WGMMA_F16_OPERANDS(d) MOE_WGMMA_F8(d, 0)
+#define MOE_WGMMA_F32_OPERANDS(d) MOE_WGMMA_F16(d, 0)
+#define MOE_WGMMA_F64_OPERANDS(d) MOE_WGMMA_F32(d, 0)
+#define MOE_WGMMA_F128_OPERANDS(d) MOE_WGMMA_F64(d, 0)
+
+// d = a * b (+ d when accumulate) for a 64 x N tile over 32 bytes of K: k32 of e4m3 codes or k16 of bf16
+// (neither operand transposed: both K-major). N = 16, 32, 64 or 128; d holds N / 2 accumulators.
+template <bool kFp8, int N>
+__device__ __forceinline__ void wgmma_m64n_32B(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
+                                               bool accumulate) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128, "wgmma N");
+#define MOE_WGMMA_CASE(NN)                                                                                  \
+  if constexpr (N == NN) {                                                                                  \
+    if constexpr (kFp8)                                                                                     \
+      MOE_WGMMA(NN, "wgmma.mma_async.sync.aligned.m64n" #NN "k32.f32.e4m3.e4m3", ", 1, 1", d, desc_a,       \
+                desc_b, accumulate);                                                                        \
+    else                                                                                                    \
+      MOE_WGMMA(NN, "wgmma.mma_async.sync.aligned.m64n" #NN "k16.f32.bf16.bf16", ", 1, 1, 0, 0", d, desc_a, \
+                desc_b, accumulate);                                                                        \
+  }
+  MOE_WGMMA_CASE(16)
+  MOE_WGMMA_CASE(32)
+  MOE_WGMMA_CASE(64)
+  MOE_WGMMA_CASE(128)
+#undef MOE_WGMMA_CASE
+}
+
 template <bool kFp8>
 __device__ __forceinline__ void wgmma_m64n128_32B(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
                                                   bool accumulate) {
-  if constexpr (kFp8)
-    MOE_WGMMA_M64N128("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", ", 1, 1", d, desc_a, desc_b,
-                      accumulate);
-  else
-    MOE_WGMMA_M64N128("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", ", 1, 1, 0, 0", d, desc_a,
-                      desc_b, accumulate);
+  wgmma_m64n_32B<kFp8, 128>(d, desc_a, desc_b, accumulate);
 }
-
-#undef MOE_WGMMA_M64N128
 
 }  // namespace moe::cuda

@@ -380,10 +380,32 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
 
 // All splits of heads [h0, h0 + nh) of sequence b combined into ctx, in split order. First each (head,
 // split)'s weight exp(m_s - max) and the heads' denominators, into shared memory; then every thread sums its
-// outputs over the splits with all its heads' loads of one split in flight together (the partials are in L2).
-template <int D, int kHeads, int L>
+// outputs over the splits, kSplitBatch splits' loads in flight together (the partials are in L2). In the
+// tensor-core blocks with few outputs per thread the first batch's loads go out before the maxima and sums
+// are read, so with up to 8 splits (Qwen3-30B-A3B at context 512: 8) the combine waits one L2 round trip, not
+// three.
+template <int D, int kHeads, int L, bool kTc>
 __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, CombineShared<kHeads>& cs) {
   const float* base = a.partial + (static_cast<int64_t>(b) * a.heads + h0) * a.splits * (D + 2);
+  constexpr int kItems = (kHeads * D + kThreads<L> - 1) / kThreads<L>;
+  // Early and 8 per batch in the tensor-core blocks where a thread has at most 4 outputs (Qwen3-30B-A3B's at
+  // batch 1: 4); elsewhere 4 per batch after the weights, as before, so the CUDA-core blocks keep their
+  // registers (several of them grew past 128 and spilled with the early loads).
+  constexpr bool kFirstBatchEarly = kTc && kItems <= 4;
+  constexpr int kSplitBatch = kFirstBatchEarly ? 8 : 4;
+  float part[kSplitBatch][kItems];
+  const auto load_batch = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < kSplitBatch; ++u)
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int i = threadIdx.x + k * kThreads<L>, g = i / D, s = s0 + u;
+        part[u][k] = g < nh && s < a.splits
+                         ? __ldcg(base + (static_cast<int64_t>(g) * a.splits + s) * (D + 2) + i % D)
+                         : 0.0f;
+      }
+  };
+  if constexpr (kFirstBatchEarly) load_batch(0);
   for (int i = threadIdx.x; i < nh * a.splits; i += kThreads<L>) {
     const float* ps = base + static_cast<int64_t>(i) * (D + 2);  // head i / splits, split i % splits
     cs.w[i / a.splits][i % a.splits] = __ldcg(ps + D);
@@ -404,24 +426,11 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
     cs.inv_den[g] = 1.0f / den;
   }
   __syncthreads();
-  constexpr int kItems = (kHeads * D + kThreads<L> - 1) / kThreads<L>;
   float num[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) num[k] = 0.0f;
-  // kSplitBatch splits' loads in flight at once (one L2 round trip per batch, not per split); the sums still
-  // run in split order.
-  constexpr int kSplitBatch = 4;
   for (int s0 = 0; s0 < a.splits; s0 += kSplitBatch) {
-    float part[kSplitBatch][kItems];
-#pragma unroll
-    for (int u = 0; u < kSplitBatch; ++u)
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int i = threadIdx.x + k * kThreads<L>, g = i / D, s = s0 + u;
-        part[u][k] = g < nh && s < a.splits
-                         ? __ldcg(base + (static_cast<int64_t>(g) * a.splits + s) * (D + 2) + i % D)
-                         : 0.0f;
-      }
+    if (!kFirstBatchEarly || s0 > 0) load_batch(s0);
 #pragma unroll
     for (int u = 0; u < kSplitBatch; ++u)
 #pragma unroll
@@ -463,7 +472,7 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   __syncthreads();
   if (!sh.split.last) return;
   __threadfence();
-  combine_splits<D, kHeads, L>(a, b, h0, nh, sh.combine);
+  combine_splits<D, kHeads, L, kTc>(a, b, h0, nh, sh.combine);
 }
 
 // The block kind, for head dims the tensor cores take (kTcFits): 8 warps of 16 keys while the grid has no

@@ -62,6 +62,8 @@ class CudaModelBackend : public ModelBackend {
   void linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M, float* y);
   // Whether `linear` takes the fp8 GEMV for M rows (which can also do the RMSNorm before it).
   bool takes_fp8_gemv(const DeviceLinear& L, int M) const;
+  // Whether layer l's MoE call of M tokens leaves its combine to layer l + 1's q/k/v GEMV.
+  bool combine_goes_to_next_norm(size_t l, int M) const;
   StepMetaDev meta_of(const StepPlan& p) const;
   // The sum over the ranks of data[0, count), in place, on the step's stream (nothing at TP 1).
   void all_reduce(void* data, int64_t count, dist::ReduceType type);
@@ -75,6 +77,9 @@ class CudaModelBackend : public ModelBackend {
   KvCacheDev kv_{};
   cuda::DeviceBuffer kv_data_;
   bool gemv_ = true;  // fp8 decode GEMV on (MOE_CUDA_NO_GEMV=1 turns it off)
+  // A MoE layer's combine done inside the next layer's q/k/v GEMV norm where it fits (one launch fewer per
+  // layer at decode sizes; the same bits); MOE_COMBINE_IN_NORM=0 turns it off.
+  bool combine_in_norm_ = false;
 
   // Step buffers, sized for cap_rows_ token rows and cap_logit_rows_ logit rows; growing them drops the
   // graphs.

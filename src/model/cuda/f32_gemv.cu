@@ -80,6 +80,7 @@ void f32_gemv(const float* w, int rows, int cols, const float* x, int M, float* 
   require(cols % 4 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kF32GemvMaxM, "f32_gemv: cols ", cols,
           " M ", M, " unsupported");
   const NormInput n = checked_norm_input(norm, "f32_gemv");
+  require(!n.combine.y, "f32_gemv: takes no pending combine (only fp8_gemv stages one)");
   with_rows<kF32GemvMaxM>(M, [&](auto m) { launch<decltype(m)::value>(w, rows, cols, x, y, s, n); });
 }
 

@@ -31,7 +31,7 @@ int rows_per_warp(int cols) {
 // the M input rows into shared memory (FORMATS.md section 3, what prepare_activation writes), after the
 // RMSNorm when asked. Each row's dot product adds its chunks in chunk order per lane and then the warp's
 // fixed shuffle tree: the same operations for any R, so the bits do not depend on R.
-template <int M, int R>
+template <int M, int R, bool kCombine>
 __global__ void __launch_bounds__(32 * kWarps)
     gemv_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                 NormInput norm) {
@@ -43,6 +43,14 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
+  // The block's 8R rows (8R divides 128, and the block's first row is 8R-aligned) share one row of 128 x 128
+  // weight-scale blocks; those constants go to shared memory before the wait too, so the dot products below
+  // read their scales there instead of waiting one more global round trip after the quantisation.
+  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  __shared__ float block_scales[kFp8GemvMaxCols / 128];
+  const int scols = (cols + 127) / 128;
+  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
+  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
   uint4 wv[R][kChunks];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -58,13 +66,14 @@ __global__ void __launch_bounds__(32 * kWarps)
   timeline.waited();
   cuda::pdl_trigger();
   if (norm.weight) {
-    norm_rows_to_shared(norm, M, cols, a, scratch);
+    norm_rows_to_shared<kCombine>(norm, M, cols, a, scratch);
     x = a;  // quantised in place below: each group is read and written by one warp
   }
   // A lane holds 4 values of a 128-group; kItemBatch groups' loads go out together, so a warp's groups cost
-  // one round trip to x (global memory when there is no norm) per batch instead of two per group.
+  // one round trip to x (global memory when there is no norm) per batch instead of two per group. Four per
+  // warp: the o projection's 32 groups of one token (4096 columns) in one round trip, not two.
   const int groups = (cols + 127) / 128;
-  constexpr int kItemBatch = 2;
+  constexpr int kItemBatch = 4;
   for (int item0 = warp; item0 < M * groups; item0 += kWarps * kItemBatch) {
     float v[kItemBatch][4];
 #pragma unroll
@@ -94,7 +103,6 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
   __syncthreads();
   if (row0 >= rows) return;
-  const int scols = (cols + 127) / 128;
   float acc[M][R];
 #pragma unroll
   for (int m = 0; m < M; ++m)
@@ -108,9 +116,8 @@ __global__ void __launch_bounds__(32 * kWarps)
     for (int r = 0; r < R; ++r) {
       float f[16];
       cuda::decode16<cuda::WFormat::Fp8Block>(wv[r][u], f);
-      // 8 vectors of 16 make one 128-column block; rows past the end read row 0's scales (never written).
-      const int srow = row0 + r < rows ? (row0 + r) / 128 : 0;
-      const float sw = scale[static_cast<int64_t>(srow) * scols + v / 8];
+      // 8 vectors of 16 make one 128-column block (rows past the end use the block's scales: never written).
+      const float sw = block_scales[v / 8];
 #pragma unroll
       for (int m = 0; m < M; ++m) {
         const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
@@ -133,13 +140,25 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
 }
 
+template <int M, int R, bool kCombine>
+void launch_gemv_as(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                    cudaStream_t s, const NormInput& norm) {
+  static_assert(kCombineInNormMaxBytes <= kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float), "smem allowance");
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_kernel<M, R, kCombine>),
+                     static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float)));
+  const size_t smem =
+      (static_cast<size_t>(M) * cols + combine_stage_floats(norm.combine, M, cols)) * sizeof(float);
+  launch_pdl(gemv_kernel<M, R, kCombine>, blocks_for(rows, kWarps * R), 32 * kWarps, smem, s, w, scale, rows,
+             cols, x, y, norm);
+}
+
 template <int M, int R>
 void launch_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                  cudaStream_t s, const NormInput& norm) {
-  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_kernel<M, R>),
-                     static_cast<int>(kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float)));
-  launch_pdl(gemv_kernel<M, R>, blocks_for(rows, kWarps * R), 32 * kWarps,
-             static_cast<size_t>(M) * cols * sizeof(float), s, w, scale, rows, cols, x, y, norm);
+  if (norm.combine.y)
+    launch_gemv_as<M, R, true>(w, scale, rows, cols, x, y, s, norm);
+  else
+    launch_gemv_as<M, R, false>(w, scale, rows, cols, x, y, s, norm);
 }
 
 __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,
@@ -159,6 +178,8 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
           " M ", M, " unsupported");
   const NormInput n = checked_norm_input(norm, "fp8_gemv");
+  require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
+          "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
@@ -168,6 +189,13 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
     if (R == 2) return launch_gemv<kM, 2>(w, scale, rows, cols, x, y, s, n);
     launch_gemv<kM, 1>(w, scale, rows, cols, x, y, s, n);
   });
+}
+
+bool fp8_gemv_takes_combine(int M, int cols, int top_k, bool shared_expert) {
+  if (M < 1 || M > kFp8GemvMaxM || cols % 4 != 0 || cols > kFp8GemvMaxCols || top_k < 1) return false;
+  // The rows the norm keeps (M x cols), then the staging's own layout (what stage_combine writes).
+  const int64_t floats = static_cast<int64_t>(M) * cols + combine_stage_floats(M, cols, top_k, shared_expert);
+  return floats * static_cast<int64_t>(sizeof(float)) <= kCombineInNormMaxBytes;
 }
 
 void fp8_block_dequantize(const uint8_t* w, const float* scale, int64_t rows, int64_t cols,

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cuda/moe_combine_input.h"
+
 #ifdef __CUDACC__
 #define MOE_MODEL_HD __host__ __device__
 #else
@@ -105,6 +107,9 @@ struct NormInput {
   float eps;
   float* x_out;           // [M, n]
   uint16_t* xn_bf16_out;  // [M, n] or null
+  // The previous layer's MoE output still to be combined (combine.y set; res_f32 and res_bf16 null then):
+  // added to x as the combine kernel would have written it (moe_combine_input.h). Only the fp8 GEMV takes it.
+  cuda::MoeCombineInput combine{};
 };
 
 // fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
@@ -112,6 +117,21 @@ struct NormInput {
 // token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
 constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
 // With `norm` set, x is ignored and the input is RMSNorm(norm->x + residual) (see NormInput).
+// Whether fp8_gemv takes a pending MoE combine of M rows of `cols` (NormInput::combine) in its norm: the rows
+// it stages in shared memory (x, each slot's expert output, the shared expert's) fit kCombineInNormMaxBytes,
+// which leaves room for two blocks per SM. At one token: Qwen3-30B-A3B 72 KB, Qwen3-Next-80B-A3B 96.1 KB.
+constexpr int kCombineInNormMaxBytes = 100 * 1024;
+bool fp8_gemv_takes_combine(int M, int cols, int top_k, bool shared_expert);
+// Floats of shared memory a norm of M rows of n stages beyond the normalised rows themselves (M * n): the
+// combine's rows (each slot's expert output, then the shared expert's), its weights, gates and slot ids.
+// (stage_combine in norm_rows.cuh writes this layout.)
+MOE_MODEL_HD inline int combine_stage_floats(int M, int n, int top_k, bool shared_expert) {
+  return M * (top_k + (shared_expert ? 1 : 0)) * n + M * (2 * top_k + 1);
+}
+MOE_MODEL_HD inline int combine_stage_floats(const cuda::MoeCombineInput& c, int M, int n) {
+  return c.y ? combine_stage_floats(M, n, c.top_k, c.y_shared != nullptr) : 0;
+}
+
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm = nullptr);
 // f32_gemv.cu: y [M, rows] fp32 = x [M, cols] · Wᵀ for fp32 W [rows, cols] (the router at decode sizes).

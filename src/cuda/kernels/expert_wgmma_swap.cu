@@ -1,0 +1,340 @@
+// The grouped GEMM with its operands swapped, for calls where an expert gets few pairs: the 128 weight rows
+// of a work item are the wgmma's M side (two consumer warpgroups of 64 rows) and the item's kN pairs (16, 32
+// or 64) its N side, so an expert with 8 pairs does not fill a 128-row pair tile with zeros, and fp8 runs on
+// the tensor cores (the swap-AB stages of expert_swap_ab.cu use mma.sync, which Hopper emulates for e4m3
+// through f16 conversions that cost ALU per weight byte). Same persistent, warp-specialised structure as
+// expert_wgmma.cu: warpgroup 0 copies the pair rows and scales (cp.async) and the weight tile (fp8: the
+// tensor memory accelerator; bf16: cp.async) into a ring; warpgroups 1 and 2 multiply. Stage 1's weight tile
+// interleaves per 8 rows (rows 16q..16q+7 gate rows of outputs n0 + 8q + (0..7), the next 8 their up rows),
+// so each thread's two accumulator rows are the gate and up rows of one output. No split K, no atomics.
+#include <cuda.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/expert_mma_tile.cuh"
+#include "cuda/kernels/expert_wgmma.h"
+#include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/wgmma_sm90.cuh"
+#include "cuda/tensor_map.h"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kSwizzleAlign = 1024, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+constexpr int kWeightRows = 128;
+
+// A slot: the weight tile (128 rows of 128 bytes), the pair tile (kN rows), the weight rows' scales, the
+// pairs' scales; rounded up to the swizzle's alignment.
+template <int kN>
+constexpr int pair_tile_offset() {
+  return kWeightRows * kTileRowBytes;
+}
+template <int kN>
+constexpr int weight_scales_offset() {
+  return pair_tile_offset<kN>() + kN * kTileRowBytes;
+}
+template <int kN>
+constexpr int pair_scales_offset() {
+  return weight_scales_offset<kN>() + kWeightRows * 4;
+}
+template <int kN>
+constexpr int slot_bytes() {
+  return (pair_scales_offset<kN>() + kN * 4 + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
+}
+// As many slots as fit in 220 KB (at most 12): with few pairs the kernel streams weights, and a deeper ring
+// keeps more of them in flight (11 slots for 16-pair tiles, 8 for 64).
+template <int kN>
+constexpr int kStages = std::min(12, (220 * 1024 - kSwizzleAlign) / slot_bytes<kN>());
+
+// Weight row behind tile row r (and the output n it serves, half 0 = gate / 1 = up for stage 1), -1 past
+// the outputs.
+template <int kStage>
+__device__ __forceinline__ int swap_weight_row(const ExpertWeightsDev& w, int n0, int r, int* half, int* n) {
+  if (kStage == 1) {
+    *half = r % 16 / 8;
+    *n = n0 + r / 16 * 8 + r % 8;
+    return *n < w.inter ? *half * w.inter + *n : -1;
+  }
+  *half = 0;
+  *n = n0 + r;
+  return *n < w.hidden ? *n : -1;
+}
+
+// The copier threads' share of a slot: 16-byte chunk tid % 8 of pair rows tid / 8 + 16 i (and for bf16 of
+// weight rows tid / 8 + 16 i), weight row tid's scale and, for tid < kN, pair row tid's.
+template <bool kFp8, int kStage, int kN>
+struct SwapTileLoader {
+  static constexpr int kEsz = kFp8 ? 1 : 2;
+  static constexpr int kStepElems = kTileRowBytes / kEsz, kChunkElems = 16 / kEsz;
+  static constexpr int kPairRows = kN / 16, kWRows = kFp8 ? 1 : kWeightRows / 16;
+  const uint8_t* a_base;
+  const uint8_t* w_base;
+  uint32_t p_off[kPairRows], w_off[kWRows];
+  const float* w_scale = nullptr;
+  const float* p_scale = nullptr;
+  unsigned ok = 0;  // bit i: pair row i; bit 8 + i: weight row i; bit 30: weight scale; bit 31: pair scale
+  int tid;
+
+  __device__ SwapTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int thread)
+      : tid(thread) {
+    const int H = a.w.hidden, P = a.w.inter;
+    const size_t w_rows = static_cast<size_t>(kStage == 1 ? 2 * P : H);
+    a_base = a.a;
+    w_base = (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * w_rows * a.k * kEsz;
+#pragma unroll
+    for (int i = 0; i < kPairRows; ++i) {
+      const int r = tid / 8 + 16 * i;
+      const bool pok = m0 + r < m_end;
+      p_off[i] = pok ? static_cast<uint32_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0;
+      ok |= (pok ? 1u : 0u) << i;
+    }
+    if constexpr (!kFp8) {
+#pragma unroll
+      for (int i = 0; i < kWRows; ++i) {
+        int half, n;
+        const int wr = swap_weight_row<kStage>(a.w, n0, tid / 8 + 16 * i, &half, &n);
+        w_off[i] = wr >= 0 ? static_cast<uint32_t>(wr) * a.k * kEsz : 0;
+        ok |= (wr >= 0 ? 1u : 0u) << (8 + i);
+      }
+    }
+    if constexpr (kFp8) {
+      int half, n;
+      const int wr = swap_weight_row<kStage>(a.w, n0, tid, &half, &n);
+      const int hb = (H + 127) / 128, sb = a.w.scale_blocks;
+      const float* ws = static_cast<const float*>(kStage == 1 ? a.w.w13_scale : a.w.w2_scale);
+      w_scale = wr < 0 ? ws
+                : kStage == 1
+                    ? ws + (static_cast<size_t>(e) * 2 * sb + half * sb + (n + a.w.phase) / 128) * hb
+                    : ws + (static_cast<size_t>(e) * hb + n / 128) * sb;
+      ok |= (wr >= 0 ? 1u : 0u) << 30;
+      const bool pok = tid < kN && m0 + tid < m_end;
+      p_scale = a.a_scales + (pok ? static_cast<size_t>(a.sorted_pairs[m0 + tid] / a.a_div) * a.a_groups : 0);
+      ok |= (pok ? 1u : 0u) << 31;
+    }
+  }
+
+  // K step `step` into the slot at `base`: the pair rows, bf16's weight rows, fp8's scales.
+  __device__ void load(const MmaKernelArgs& a, uint32_t base, int step) const {
+    const int chunk = tid % 8;
+    const int kc = step * kStepElems - a.k_phase + chunk * kChunkElems;
+    const bool k_ok = kc >= 0 && kc < a.k;
+    const uint32_t koff = static_cast<uint32_t>(k_ok ? kc : 0) * kEsz;
+#pragma unroll
+    for (int i = 0; i < kPairRows; ++i)
+      cp_async16(base + pair_tile_offset<kN>() + swizzled(tid / 8 + 16 * i, chunk), a_base + p_off[i] + koff,
+                 k_ok && (ok >> i & 1u));
+    if constexpr (!kFp8) {
+#pragma unroll
+      for (int i = 0; i < kWRows; ++i)
+        cp_async16(base + swizzled(tid / 8 + 16 * i, chunk), w_base + w_off[i] + koff,
+                   k_ok && (ok >> (8 + i) & 1u));
+    }
+    if constexpr (kFp8) {
+      cp_async4(base + weight_scales_offset<kN>() + tid * 4, w_scale + step, ok >> 30 & 1u);
+      if (tid < kN) cp_async4(base + pair_scales_offset<kN>() + tid * 4, p_scale + step, ok >> 31 & 1u);
+    }
+  }
+};
+
+struct WorkItem {
+  int e, m0, m_end, n0;
+};
+
+template <int kStage>
+__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, int n_blocks) {
+  const int2 tile = a.tiles[item / n_blocks];
+  return {tile.x, tile.y, a.offsets[tile.x + 1],
+          (item % n_blocks) * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
+}
+
+// A finished item's outputs: this thread's weight rows r0 and r0 + 8 (stage 1: the gate and up rows of
+// output n0 + r0 / 16 * 8 + r0 % 8), its pairs 8j + 2 tig (+1).
+template <int kStage, int kN>
+__device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkItem& w, int r0, int tig,
+                                           const float (&acc)[kN / 2]) {
+  const int H = a.w.hidden, P = a.w.inter;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int p = w.m0 + 8 * j + 2 * tig + c;
+      if (p >= w.m_end) continue;
+      const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
+      if (kStage == 1) {
+        const int n = w.n0 + r0 / 16 * 8 + r0 % 8;
+        if (n >= P) continue;
+        float g = acc[4 * j + c], u = acc[4 * j + 2 + c];
+        if (a.w.w13_bias) {
+          const float* b = a.w.w13_bias + static_cast<size_t>(w.e) * 2 * P;
+          g += b[n];
+          u += b[P + n];
+        }
+        a.h[pair * P + n] = f32_to_bf16(gated_activation(a.act, g, u));
+      } else {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int n = w.n0 + r0 + 8 * half;
+          if (n >= H) continue;
+          float v = acc[4 * j + 2 * half + c];
+          if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(w.e) * H + n];
+          a.y[pair * H + n] = v;
+        }
+      }
+    }
+}
+
+template <bool kFp8, int kStage, int kN>
+__global__ void __launch_bounds__(kThreads, 1)
+    expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int items = *a.num_tiles * n_blocks;
+  if (static_cast<int>(blockIdx.x) >= items) return;
+  constexpr int kSlot = slot_bytes<kN>();
+  __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
+  const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  const uint32_t raw0 = smem_addr(smem_raw);
+  const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
+  const uint8_t* smem = smem_raw + (smem0 - raw0);
+  if (tid == 0) {
+    for (int s = 0; s < kStages<kN>; ++s) {
+      mbar_init(&full[s], kFp8 ? 129 : 128);  // every copier thread's cp.async; fp8: thread 0's weight bytes
+      mbar_init(&empty[s], 8);                // every consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
+    int ring = 0;
+    const int P = a.w.inter, H = a.w.hidden;
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const WorkItem w = work_item<kStage>(a, item, n_blocks);
+      const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
+      const int w_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
+      for (int step = 0; step < a.steps; ++step, ++ring) {
+        const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        if (kFp8 && tid == 0) {
+          const uint32_t dst = smem0 + slot * kSlot;
+          const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
+          mbar_expect_tx(&full[slot], kWeightRows * kTileRowBytes);
+          if (kStage == 1) {
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              tma_box_to_shared(dst + 16 * q * kTileRowBytes, &w_map, kc, w_row + 8 * q, &full[slot]);
+              tma_box_to_shared(dst + (16 * q + 8) * kTileRowBytes, &w_map, kc, w_row + P + 8 * q,
+                                &full[slot]);
+            }
+          } else {
+            tma_box_to_shared(dst, &w_map, kc, w_row, &full[slot]);
+          }
+        }
+        loader.load(a, smem0 + slot * kSlot, step);
+        cp_async_mbar_arrive(&full[slot]);
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
+  const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
+  const int r0 = 64 * cw + 16 * wq + gid;  // this thread's weight rows: r0 and r0 + 8
+  int ring = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const WorkItem w = work_item<kStage>(a, item, n_blocks);
+    float acc[kN / 2];
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+    for (int step = 0; step < a.steps; ++step, ++ring) {
+      const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+      mbar_wait(&full[slot], round & 1);
+      fence_proxy_async_shared();
+      const uint32_t w_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+      const uint32_t p_base = smem0 + slot * kSlot + pair_tile_offset<kN>();
+      if constexpr (kFp8) {
+        float part[kN / 2];
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_m64n_32B<true, kN>(part, wgmma_desc_sw128(w_base + 32 * ks),
+                                   wgmma_desc_sw128(p_base + 32 * ks), ks > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(part);
+        const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
+        const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
+        const float sw0 = sw[r0], sw1 = sw[r0 + 8];
+#pragma unroll
+        for (int j = 0; j < kN / 8; ++j) {
+          const float2 spj = *reinterpret_cast<const float2*>(sp + 8 * j + 2 * tig);
+          acc[4 * j + 0] = fmaf(part[4 * j + 0], sw0 * spj.x, acc[4 * j + 0]);
+          acc[4 * j + 1] = fmaf(part[4 * j + 1], sw0 * spj.y, acc[4 * j + 1]);
+          acc[4 * j + 2] = fmaf(part[4 * j + 2], sw1 * spj.x, acc[4 * j + 2]);
+          acc[4 * j + 3] = fmaf(part[4 * j + 3], sw1 * spj.y, acc[4 * j + 3]);
+        }
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_m64n_32B<false, kN>(acc, wgmma_desc_sw128(w_base + 32 * ks),
+                                    wgmma_desc_sw128(p_base + 32 * ks), true);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_fence_operands(acc);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
+    store_item<kStage, kN>(a, w, r0, tig, acc);
+  }
+#else
+  __trap();
+#endif
+}
+
+template <bool kFp8, int kStage, int kN>
+void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
+  const int out = kStage == 1 ? k.w.inter : k.w.hidden,
+            per_block = kStage == 1 ? kWeightRows / 2 : kWeightRows;
+  const int n_blocks = (out + per_block - 1) / per_block;
+  constexpr int smem = kStages<kN> * slot_bytes<kN>() + kSwizzleAlign;
+  auto kernel = expert_wgmma_swap_kernel<kFp8, kStage, kN>;
+  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // fp8's weight tiles by the tensor memory accelerator: stage 1 in boxes of 8 rows (gate and up rows
+  // interleave per 8 in the tile), stage 2 in boxes of 128.
+  const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
+  const CUtensorMap w_map = kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows,
+                                                         kStage == 1 ? 8 : kWeightRows)
+                                 : CUtensorMap{};
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, w_map);
+  MOE_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kFp8, int kStage>
+void launch_n(const MmaKernelArgs& k, int pair_tile, int max_tiles, cudaStream_t stream) {
+  if (pair_tile == 16)
+    launch<kFp8, kStage, 16>(k, max_tiles, stream);
+  else if (pair_tile == 32)
+    launch<kFp8, kStage, 32>(k, max_tiles, stream);
+  else
+    launch<kFp8, kStage, 64>(k, max_tiles, stream);
+}
+
+}  // namespace
+
+void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pair_tile, int max_tiles,
+                            cudaStream_t stream) {
+  require(pair_tile == 16 || pair_tile == 32 || pair_tile == 64, "wgmma swap GEMM: pair tile ", pair_tile);
+  if (fp8)
+    stage == 1 ? launch_n<true, 1>(k, pair_tile, max_tiles, stream)
+               : launch_n<true, 2>(k, pair_tile, max_tiles, stream);
+  else
+    stage == 1 ? launch_n<false, 1>(k, pair_tile, max_tiles, stream)
+               : launch_n<false, 2>(k, pair_tile, max_tiles, stream);
+}
+
+}  // namespace moe::cuda

@@ -1,0 +1,65 @@
+// The grouped GEMM's host-side plan (no GPU): the stage-1 column blocks that one block takes per 128-wide
+// group of h when the wgmma kernel quantises h (they must partition the blocks and hold exactly the group's
+// outputs, at every TP phase it takes), and the swapped kernel's pair tile by the mean pairs per expert.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cuda/kernels/expert_mma.h"
+
+namespace moe::cuda {
+namespace {
+
+TEST(HGroupColumnBlocks, PartitionTheBlocksIntoTheGroupsOfH) {
+  // Per-rank intermediate sizes of the shapes we serve (Qwen3-30B-A3B 768, /2, /4, /8 = 96 excluded: its
+  // phase 96 is not a multiple of 64; DeepSeek-V3 TP8 256; Qwen3-235B TP8 192; Qwen3-Next 512) and odd ones.
+  for (const int P : {768, 384, 192, 256, 512, 1536, 2048, 720, 64, 128, 80}) {
+    for (const int phase : {0, 64}) {
+      const int n_blocks = (P + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
+      const int groups = (P + phase + 127) / 128;
+      int next = 0;
+      for (int j = 0; j < groups; ++j) {
+        const ColumnBlocks b = h_group_column_blocks(j, phase, n_blocks);
+        const int lo = std::max(0, 128 * j - phase), hi = std::min(P, 128 * j + 128 - phase);
+        SCOPED_TRACE(testing::Message() << "P=" << P << " phase=" << phase << " group " << j);
+        EXPECT_EQ(b.begin, next) << "the groups' blocks follow each other";
+        EXPECT_GE(b.end - b.begin, 1);
+        EXPECT_LE(b.end - b.begin, 2);
+        EXPECT_EQ(b.begin * kStage1BlockOutputs, lo) << "the first block starts the group";
+        EXPECT_EQ(std::min(P, b.end * kStage1BlockOutputs), hi) << "the last block ends it";
+        next = b.end;
+      }
+      EXPECT_EQ(next, n_blocks) << "P=" << P << " phase=" << phase << ": every block in some group";
+    }
+  }
+}
+
+TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
+  set_grouped_gemm_wgmma(true);
+  set_grouped_gemm_swap(true);
+  // Qwen3-30B-A3B (E=128, top 8): M tokens give 8 M pairs.
+  EXPECT_EQ(swapped_pair_tile(8 * 1, 128, 64), 16);      // one pair per expert
+  EXPECT_EQ(swapped_pair_tile(8 * 192, 128, 64), 16);    // 12 per expert
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 64), 32);    // 16
+  EXPECT_EQ(swapped_pair_tile(8 * 512, 128, 64), 64);    // 32
+  EXPECT_EQ(swapped_pair_tile(8 * 768, 128, 64), 64);    // 48
+  EXPECT_EQ(swapped_pair_tile(8 * 1024, 128, 64), 128);  // 64: full tiles waste little
+  // Capped: tiles the mean would make larger than the cap are 128-pair tiles.
+  EXPECT_EQ(swapped_pair_tile(8 * 192, 128, 16), 16);
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 16), 128);
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 128, 32), 32);
+  EXPECT_EQ(swapped_pair_tile(8 * 512, 128, 32), 128);
+  const int cap = grouped_gemm_swap_max_tile();
+  EXPECT_TRUE(cap == 16 || cap == 32 || cap == 64) << cap;
+  for (int pairs : {8, 8 * 192, 8 * 256, 8 * 512, 8 * 1024})
+    EXPECT_EQ(grouped_gemm_pair_tile(pairs, 128), swapped_pair_tile(pairs, 128, cap)) << pairs;
+  set_grouped_gemm_swap(false);
+  EXPECT_EQ(grouped_gemm_pair_tile(8, 128), 128);
+  set_grouped_gemm_swap(true);
+  set_grouped_gemm_wgmma(false);
+  EXPECT_EQ(grouped_gemm_pair_tile(8, 128), 128) << "mma.sync has 128-pair tiles only";
+  set_grouped_gemm_wgmma(true);
+}
+
+}  // namespace
+}  // namespace moe::cuda
