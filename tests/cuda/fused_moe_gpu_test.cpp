@@ -194,6 +194,22 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
           << "run " << rep + 1 << " at M=" << M;
     }
   }
+  // Decode sizes back to back, in an order where each call's M differs from the last, 25 rounds with
+  // poisoned workspaces: every M gives its first bits each time. A few tokens' stage 2 reads the grouping
+  // before its wait (a guess it checks after), and with a self-routed stage 1 that grouping can be half
+  // written: an earlier call's values beside this call's and the poison. Acting on such a guess faulted once
+  // in a few runs (session 16); the changing M is what makes the earlier call's values wrong for this one.
+  {
+    const int decode_ms[] = {5, 3, 8, 1, 7, 2, 6, 4};
+    std::vector<std::vector<float>> firsts;
+    for (int M : decode_ms) firsts.push_back(run_gpu(layer, ws, x, logits, M, H, stream));
+    for (int round = 0; round < 25; ++round)
+      for (size_t i = 0; i < firsts.size(); ++i) {
+        const std::vector<float> again = run_gpu(layer, ws, x, logits, decode_ms[i], H, stream);
+        ASSERT_EQ(0, std::memcmp(firsts[i].data(), again.data(), again.size() * 4))
+            << "round " << round << " at M=" << decode_ms[i];
+      }
+  }
   // Batch invariance: token 0 alone and inside batches of 8 and 64. Required wherever both sizes take the
   // same path; across the switch from the fused decode kernel (M <= 8) to the GEMV it is only reported.
   const std::vector<float> alone = run_gpu(layer, ws, x, logits, 1, H, stream);

@@ -320,14 +320,27 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     timeline.waited();
     stamp(a, kSwWaited);
   } else if (kStage == 2) {
-    int guess_begin = 0, guess_end = 0;
+    // Read before the wait, a self-routed call's grouping may be half written by stage 1's writer block: the
+    // workspace's poison (-1) or an earlier call's values beside this call's. The staging after the wait
+    // reads h at the guessed pairs before the check can reject them, so a guess whose range or pairs are not
+    // this call's is dropped first (an h row at pair -1, or at sorted_pairs[-1], faulted on the H200 once in
+    // a few runs of the bf16 test at M = 5..8).
+    const int pairs_bound = a.tokens * a.g.pair_div;
+    int guess_begin = -1, guess_end = -1;
+    bool plausible = true;
     if (known) {
       guess_begin = __ldcg(a.g.offsets + expert);
       guess_end = __ldcg(a.g.offsets + expert + 1);
+      plausible = guess_begin >= 0 && guess_begin <= guess_end && guess_end <= pairs_bound;
       const int p = guess_begin + static_cast<int>(blockIdx.z) * kTokens + static_cast<int>(threadIdx.x);
-      if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = p < guess_end ? __ldcg(sorted + p) : -1;
+      int pair = -1;
+      if (plausible && threadIdx.x < kTokens && p < guess_end) {
+        pair = __ldcg(sorted + p);
+        plausible = pair >= 0 && pair < pairs_bound;
+      }
+      if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = pair;
     }
-    __syncthreads();
+    if (!__syncthreads_and(plausible)) guess_begin = guess_end = -1;  // nothing staged; the check fails
     pdl_wait();
     timeline.waited();
     stamp(a, kSwWaited);
