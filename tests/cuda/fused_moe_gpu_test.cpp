@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -92,6 +93,29 @@ std::vector<int64_t> sampled_rows(int64_t M) {
   return rows;
 }
 
+// Diagnostics for a fault in a run (read once): MOE_TEST_TRACE=1 names each call's M on stderr before it
+// runs; MOE_TEST_SYNC_PARTS=1 also waits after every kernel of the call and names the one that faulted (which
+// takes away the overlap between kernels, so a race may hide).
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "0") != 0;
+}
+
+void sync_part(void*, const char* part, cudaStream_t stream) {
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) std::fprintf(stderr, "trace: %s faulted: %s\n", part, cudaGetErrorString(e));
+}
+
+void trace_call(int M) {
+  static const bool trace = env_on("MOE_TEST_TRACE"), sync = env_on("MOE_TEST_SYNC_PARTS");
+  static const bool marker_set = [] {
+    if (sync) cuda::set_moe_part_marker(sync_part, nullptr);
+    return true;
+  }();
+  (void)marker_set;
+  if (trace || sync) std::fprintf(stderr, "trace: M=%d\n", M);
+}
+
 // Runs the GPU op on the first M rows with poisoned workspaces; returns the bf16 output widened.
 std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws,
                            const cuda::DeviceBuffer& x, const cuda::DeviceBuffer& logits, int M, int H,
@@ -99,6 +123,7 @@ std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace
   cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
   ws.poison(stream);
   out.poison(stream);
+  trace_call(M);
   cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   MOE_CUDA_CHECK(cudaGetLastError());
