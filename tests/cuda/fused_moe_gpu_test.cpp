@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -92,6 +93,29 @@ std::vector<int64_t> sampled_rows(int64_t M) {
   return rows;
 }
 
+// Diagnostics for a fault in a run (read once): MOE_TEST_TRACE=1 names each call's M on stderr before it
+// runs; MOE_TEST_SYNC_PARTS=1 also waits after every kernel of the call and names the one that faulted (which
+// takes away the overlap between kernels, so a race may hide).
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "0") != 0;
+}
+
+void sync_part(void*, const char* part, cudaStream_t stream) {
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) std::fprintf(stderr, "trace: %s faulted: %s\n", part, cudaGetErrorString(e));
+}
+
+void trace_call(int M) {
+  static const bool trace = env_on("MOE_TEST_TRACE"), sync = env_on("MOE_TEST_SYNC_PARTS");
+  static const bool marker_set = [] {
+    if (sync) cuda::set_moe_part_marker(sync_part, nullptr);
+    return true;
+  }();
+  (void)marker_set;
+  if (trace || sync) std::fprintf(stderr, "trace: M=%d\n", M);
+}
+
 // Runs the GPU op on the first M rows with poisoned workspaces; returns the bf16 output widened.
 std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws,
                            const cuda::DeviceBuffer& x, const cuda::DeviceBuffer& logits, int M, int H,
@@ -99,6 +123,7 @@ std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace
   cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
   ws.poison(stream);
   out.poison(stream);
+  trace_call(M);
   cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   MOE_CUDA_CHECK(cudaGetLastError());
@@ -193,6 +218,22 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
       ASSERT_EQ(0, std::memcmp(first.data(), again.data(), first.size() * 4))
           << "run " << rep + 1 << " at M=" << M;
     }
+  }
+  // Decode sizes back to back, in an order where each call's M differs from the last, 25 rounds with
+  // poisoned workspaces: every M gives its first bits each time. A few tokens' stage 2 reads the grouping
+  // before its wait (a guess it checks after), and with a self-routed stage 1 that grouping can be half
+  // written: an earlier call's values beside this call's and the poison. Acting on such a guess faulted once
+  // in a few runs (session 16); the changing M is what makes the earlier call's values wrong for this one.
+  {
+    const int decode_ms[] = {5, 3, 8, 1, 7, 2, 6, 4};
+    std::vector<std::vector<float>> firsts;
+    for (int M : decode_ms) firsts.push_back(run_gpu(layer, ws, x, logits, M, H, stream));
+    for (int round = 0; round < 25; ++round)
+      for (size_t i = 0; i < firsts.size(); ++i) {
+        const std::vector<float> again = run_gpu(layer, ws, x, logits, decode_ms[i], H, stream);
+        ASSERT_EQ(0, std::memcmp(firsts[i].data(), again.data(), again.size() * 4))
+            << "round " << round << " at M=" << decode_ms[i];
+      }
   }
   // Batch invariance: token 0 alone and inside batches of 8 and 64. Required wherever both sizes take the
   // same path; across the switch from the fused decode kernel (M <= 8) to the GEMV it is only reported.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/launchers.h"
@@ -133,11 +134,18 @@ __global__ void __launch_bounds__(kChunkThreads) group_place_kernel(AlignArgs a,
 
 }  // namespace
 
+namespace {
+// MOE_GROUPING_MULTIBLOCK=0: always the single-block kernel. Session 15 saw one intermittent illegal address
+// in the fused-MoE test on this branch (bf16, M=8/1024 determinism loop); the many-block grouping is the
+// first suspect, and this lets a GPU run rule it in or out without a rebuild.
+EnvSwitch multiblock_switch("MOE_GROUPING_MULTIBLOCK");
+}  // namespace
+
 void launch_align(const AlignArgs& a, cudaStream_t stream) {
   const int E = a.num_experts;
   const int blocks = std::clamp((a.n_pairs + kMinChunk - 1) / kMinChunk, 1, kGroupingMaxBlocks);
   // One block's worth of pairs (M = 9..128 at top 8): the single-block kernel, one launch instead of three.
-  if (!a.block_counts || blocks == 1) {
+  if (!a.block_counts || blocks == 1 || !multiblock_switch.get()) {
     const int smem = kWarps * E * static_cast<int>(sizeof(int));
     MOE_CUDA_CHECK(cudaFuncSetAttribute(align_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     launch_overlapped(align_kernel, dim3(1), dim3(kAlignThreads), smem, stream, a);

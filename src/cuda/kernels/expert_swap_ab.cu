@@ -190,6 +190,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   // for the expert the grouping names then (a guess: it checks the grouping again after the wait).
   __shared__ BlockRouting routing;
   __shared__ int column_pair[kTokens];
+  __shared__ int block_guess[3];  // stage 2 (kPairsEarly): the expert and its pair range read before the wait
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* act = smem;                                                            // [kTokens][row_bytes]
   float* act_scale = reinterpret_cast<float*>(smem + kTokens * a.geo.row_bytes);  // fp8: [kTokens][steps]
@@ -238,6 +239,20 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     stage_tokens<kFp8, kStage, kTokens, true>(a, nullptr, false, act, act_scale, 0, M);
     if (expert >= 0 && id == expert) column_pair[threadIdx.x / K] = threadIdx.x;
     __syncthreads();  // the staged rows (column_pair is read after the K loop's reduction barrier)
+  } else if (kPairsEarly) {
+    // Stage 2's guess, before the wait, read by one thread for the whole block: with a self-routed stage 1
+    // the grouping may still be half written, and threads reading it apart could see different values
+    // (another warp's -1 beside this warp's expert); staging rows named by another warp's guess faulted on
+    // the H100 and H200 at M=8. One guess per block, checked after the wait (below).
+    if (threadIdx.x == 0) {
+      const int e = __ldcg(a.g.active + blockIdx.x);
+      const bool valid = e >= 0 && e < a.w.num_experts;
+      block_guess[0] = e;
+      block_guess[1] = valid ? __ldcg(a.g.offsets + e) : -1;
+      block_guess[2] = valid ? __ldcg(a.g.offsets + e + 1) : -1;
+    }
+    __syncthreads();
+    expert = block_guess[0];
   } else {
     // The expert and its pair range in one round trip (stage 2: before the wait, like the expert: the
     // prologue wrote them before stage 1 started).
@@ -320,14 +335,27 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     timeline.waited();
     stamp(a, kSwWaited);
   } else if (kStage == 2) {
-    int guess_begin = 0, guess_end = 0;
+    // Read before the wait, a self-routed call's grouping may be half written by stage 1's writer block: the
+    // workspace's poison (-1) or an earlier call's values beside this call's. The staging after the wait
+    // reads h at the guessed pairs before the check can reject them, so a guess whose range or pairs are not
+    // this call's is dropped first (an h row at pair -1, or at sorted_pairs[-1], faulted on the H200 at
+    // M=5 of the bf16 test).
+    const int pairs_bound = a.tokens * a.g.pair_div;
+    int guess_begin = -1, guess_end = -1;
+    bool plausible = true;
     if (known) {
-      guess_begin = __ldcg(a.g.offsets + expert);
-      guess_end = __ldcg(a.g.offsets + expert + 1);
+      guess_begin = block_guess[1];
+      guess_end = block_guess[2];
+      plausible = guess_begin >= 0 && guess_begin <= guess_end && guess_end <= pairs_bound;
       const int p = guess_begin + static_cast<int>(blockIdx.z) * kTokens + static_cast<int>(threadIdx.x);
-      if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = p < guess_end ? __ldcg(sorted + p) : -1;
+      int pair = -1;
+      if (plausible && threadIdx.x < kTokens && p < guess_end) {
+        pair = __ldcg(sorted + p);
+        plausible = pair >= 0 && pair < pairs_bound;
+      }
+      if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = pair;
     }
-    __syncthreads();
+    if (!__syncthreads_and(plausible)) guess_begin = guess_end = -1;  // nothing staged; the check fails
     pdl_wait();
     timeline.waited();
     stamp(a, kSwWaited);
