@@ -34,6 +34,20 @@ TEST(HGroupColumnBlocks, PartitionTheBlocksIntoTheGroupsOfH) {
   }
 }
 
+// DeepSeek-V3 TP8 (E=256, top 8, H=7168, a 256-wide shard): the swapped tiles only below 8 pairs per expert,
+// where they measured faster; the other shapes keep them up to 48.
+TEST(GroupedGemmPairTile, WideShallowStage2KeepsSwappedTilesForFewPairs) {
+  EXPECT_EQ(swap_max_mean_pairs(7168, 256), 7);
+  EXPECT_EQ(swap_max_mean_pairs(7168, 2048), kMaxSwappedMean);  // DeepSeek-V3 unsharded
+  EXPECT_EQ(swap_max_mean_pairs(4096, 192), kMaxSwappedMean);   // Qwen3-235B-A22B TP8
+  EXPECT_EQ(swap_max_mean_pairs(2048, 768), kMaxSwappedMean);   // Qwen3-30B-A3B
+  const int ds = swap_max_mean_pairs(7168, 256);
+  EXPECT_EQ(swapped_pair_tile(8 * 128, 256, 32, ds), 16);   // M=128: 4 per expert
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 256, 32, ds), 128);  // M=256: 8
+  EXPECT_EQ(swapped_pair_tile(8 * 768, 256, 32, ds), 128);  // M=768: 24
+  EXPECT_EQ(swapped_pair_tile(8 * 256, 256, 32), 16);       // the same call without the shape's limit
+}
+
 TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
   set_grouped_gemm_wgmma(true);
   set_grouped_gemm_swap(true);
@@ -52,12 +66,12 @@ TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
   const int cap = grouped_gemm_swap_max_tile();
   EXPECT_TRUE(cap == 16 || cap == 32 || cap == 64) << cap;
   for (int pairs : {8, 8 * 192, 8 * 256, 8 * 512, 8 * 1024})
-    EXPECT_EQ(grouped_gemm_pair_tile(pairs, 128), swapped_pair_tile(pairs, 128, cap)) << pairs;
+    EXPECT_EQ(grouped_gemm_pair_tile(pairs, 128, 2048, 768), swapped_pair_tile(pairs, 128, cap)) << pairs;
   set_grouped_gemm_swap(false);
-  EXPECT_EQ(grouped_gemm_pair_tile(8, 128), 128);
+  EXPECT_EQ(grouped_gemm_pair_tile(8, 128, 2048, 768), 128);
   set_grouped_gemm_swap(true);
   set_grouped_gemm_wgmma(false);
-  EXPECT_EQ(grouped_gemm_pair_tile(8, 128), 128) << "mma.sync has 128-pair tiles only";
+  EXPECT_EQ(grouped_gemm_pair_tile(8, 128, 2048, 768), 128) << "mma.sync has 128-pair tiles only";
   set_grouped_gemm_wgmma(true);
 }
 

@@ -258,17 +258,26 @@ int grouped_gemm_swap_max_tile() {
   return tile;
 }
 
-int swapped_pair_tile(int pairs, int experts, int max_tile) {
+int swapped_pair_tile(int pairs, int experts, int max_tile, int max_mean) {
   // Tiles about the mean pairs per expert (an expert with more takes several tiles), so few rows of a tile
   // are zeros; from 48 a pair tile of 128 wastes little.
   const int mean = pairs / std::max(1, std::min(experts, pairs));
+  if (mean > max_mean) return kBM;
   const int tile = mean <= 12 ? 16 : mean <= 24 ? 32 : mean <= 48 ? 64 : kBM;
   return tile <= max_tile ? tile : kBM;
 }
 
-int grouped_gemm_pair_tile(int pairs, int experts) {
+int swap_max_mean_pairs(int hidden, int inter) {
+  // A wide, shallow stage 2 (DeepSeek-V3 TP8: H = 7168 output rows, K = 256, two K steps): on the H200
+  // (sessions 15 and 16) the swapped tiles won there only at 4 pairs per expert (M=128: 376 against 421 us)
+  // and lost from 8 (M=256 520 against 466, M=384 655 against 507, M=768 840 against 574). Elsewhere they won
+  // or tied up to 48 (Qwen3-30B-A3B, Qwen3-Next, Qwen3-235B-A22B TP8).
+  return hidden > 4096 && inter <= 256 ? 7 : kMaxSwappedMean;
+}
+
+int grouped_gemm_pair_tile(int pairs, int experts, int hidden, int inter) {
   if (!grouped_gemm_uses_wgmma() || !grouped_gemm_swaps()) return kBM;
-  return swapped_pair_tile(pairs, experts, grouped_gemm_swap_max_tile());
+  return swapped_pair_tile(pairs, experts, grouped_gemm_swap_max_tile(), swap_max_mean_pairs(hidden, inter));
 }
 
 bool grouped_gemm_quantises_h() {
@@ -289,7 +298,7 @@ int mma_max_tiles(int pairs, int experts) {
 
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,
                        cudaStream_t stream) {
-  const int pair_tile = grouped_gemm_pair_tile(tokens * a.g.pair_div, a.w.num_experts);
+  const int pair_tile = grouped_gemm_pair_tile(tokens * a.g.pair_div, a.w.num_experts, a.w.hidden, a.w.inter);
   const auto tiles = [&](auto rows) {
     mma_tiles_kernel<decltype(rows)::value><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
   };

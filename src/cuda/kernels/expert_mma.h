@@ -56,12 +56,19 @@ void set_grouped_gemm_wgmma(bool on);
 // 16, 32 or 64: grouped_gemm_pair_tile): on unless MOE_WGMMA_SWAP=0; set_grouped_gemm_swap overrides it.
 bool grouped_gemm_swaps();
 void set_grouped_gemm_swap(bool on);
-// The pair tile of a call of `pairs` pairs over `experts` experts: 16, 32 or 64 for the swapped wgmma GEMM,
-// or kMmaTileRows for the 128-pair tiles: swapped_pair_tile with grouped_gemm_swap_max_tile.
-int grouped_gemm_pair_tile(int pairs, int experts);
+// The pair tile of a call of `pairs` pairs over `experts` experts of a layer with this hidden size and
+// intermediate size (the rank's shard): 16, 32 or 64 for the swapped wgmma GEMM, or kMmaTileRows for the
+// 128-pair tiles: swapped_pair_tile with grouped_gemm_swap_max_tile and swap_max_mean_pairs.
+int grouped_gemm_pair_tile(int pairs, int experts, int hidden, int inter);
+// The most mean pairs per expert a tile of the swapped kernel covers.
+constexpr int kMaxSwappedMean = 48;
 // The tile by the mean pairs per expert (16 up to 12, 32 up to 24, 64 up to 48, else kMmaTileRows), and
-// kMmaTileRows where that exceeds max_tile.
-int swapped_pair_tile(int pairs, int experts, int max_tile);
+// kMmaTileRows where that exceeds max_tile or the mean exceeds max_mean.
+int swapped_pair_tile(int pairs, int experts, int max_tile, int max_mean = kMaxSwappedMean);
+// The most mean pairs per expert at which the swapped tiles pay for a layer's shape (measured, see the
+// definition): 7 for a wide, shallow stage 2 (hidden > 4096, inter <= 256: DeepSeek-V3 TP8), else
+// kMaxSwappedMean.
+int swap_max_mean_pairs(int hidden, int inter);
 // The largest pair tile the swapped kernel takes: MOE_WGMMA_SWAP_MAX_TILE (16, 32 or 64; read once), 32 by
 // default. On an H200 (session 15), against the 128-pair tiles: its 32-pair tiles won on Qwen3-30B-A3B fp8
 // M=256 (248 against 302 us), its 16-pair tiles tied on DeepSeek-V3 TP8 M=256 (520 against 515), its
