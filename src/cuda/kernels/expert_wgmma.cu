@@ -249,15 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_fence_operands(part);
           const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
           const float* sb = sa + kMmaBM;
-          const float sa0 = sa[row0], sa1 = sa[row0 + 8];
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {
-            const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
-            acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
-            acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
-            acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
-            acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
-          }
+          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
         } else {
           wgmma_fence();
 #pragma unroll

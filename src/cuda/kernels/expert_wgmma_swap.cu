@@ -255,15 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_fence_operands(part);
         const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
         const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
-        const float sw0 = sw[r0], sw1 = sw[r0 + 8];
-#pragma unroll
-        for (int j = 0; j < kN / 8; ++j) {
-          const float2 spj = *reinterpret_cast<const float2*>(sp + 8 * j + 2 * tig);
-          acc[4 * j + 0] = fmaf(part[4 * j + 0], sw0 * spj.x, acc[4 * j + 0]);
-          acc[4 * j + 1] = fmaf(part[4 * j + 1], sw0 * spj.y, acc[4 * j + 1]);
-          acc[4 * j + 2] = fmaf(part[4 * j + 2], sw1 * spj.x, acc[4 * j + 2]);
-          acc[4 * j + 3] = fmaf(part[4 * j + 3], sw1 * spj.y, acc[4 * j + 3]);
-        }
+        add_scaled_partial<kN / 8>(acc, part, sw[r0], sw[r0 + 8], sp, tig);
       } else {
         wgmma_fence();
 #pragma unroll

@@ -53,4 +53,20 @@ __device__ __forceinline__ void tma_gate_up_tile(uint32_t dst, const void* map, 
   }
 }
 
+// An fp8 K step's partial sums into the accumulators, times the scales of the thread's rows (s0 for row r,
+// s1 for row r + 8) and of its columns (col_scales[8j + 2 tig] and the next, for each of the kJ 8-column
+// groups): wgmma's m64nN accumulator fragment, 4 values per 8 columns.
+template <int kJ>
+__device__ __forceinline__ void add_scaled_partial(float (&acc)[4 * kJ], const float (&part)[4 * kJ],
+                                                   float s0, float s1, const float* col_scales, int tig) {
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const float2 c = *reinterpret_cast<const float2*>(col_scales + 8 * j + 2 * tig);
+    acc[4 * j + 0] = fmaf(part[4 * j + 0], s0 * c.x, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(part[4 * j + 1], s0 * c.y, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(part[4 * j + 2], s1 * c.x, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(part[4 * j + 3], s1 * c.y, acc[4 * j + 3]);
+  }
+}
+
 }  // namespace moe::cuda
