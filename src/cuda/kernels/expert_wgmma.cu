@@ -18,14 +18,12 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
 
 namespace moe::cuda {
 namespace {
-
-// wgmma's swizzle is a function of the shared address: every slot's tiles start on 1024-byte boundaries.
-constexpr int kSwizzleAlign = 1024;
 
 template <bool kFp8>
 constexpr int slot_bytes() {
@@ -165,17 +163,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ uint64_t full[kStages], empty[kStages];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  const uint32_t raw0 = smem_addr(smem_raw);
-  const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
-  const uint8_t* smem = smem_raw + (smem0 - raw0);
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], kFp8 ? 129 : 128);  // every copier thread's cp.async; fp8: thread 0's B bytes
-      mbar_init(&empty[s], 8);                // every consumer warp
-    }
-    mbar_init_fence();
-  }
-  __syncthreads();
+  const uint32_t smem0 = swizzle_aligned_base(smem_raw);
+  const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
+  init_ring_barriers(full, empty, kFp8);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
@@ -215,12 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (!kTmaA) mbar_expect_tx(&full[slot], kMmaTileBytes);
             if (kStage == 1) {
               // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                tma_box_to_shared(b_dst + 32 * q * kTileRowBytes, &b_map, kc, b_row + 16 * q, &full[slot]);
-                tma_box_to_shared(b_dst + (32 * q + 16) * kTileRowBytes, &b_map, kc, b_row + P + 16 * q,
-                                  &full[slot]);
-              }
+              tma_gate_up_tile<16, 4, kTileRowBytes>(b_dst, &b_map, kc, b_row, P, &full[slot]);
             } else {
               tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
             }
@@ -264,15 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_fence_operands(part);
           const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
           const float* sb = sa + kMmaBM;
-          const float sa0 = sa[row0], sa1 = sa[row0 + 8];
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {
-            const float2 sbj = *reinterpret_cast<const float2*>(sb + 8 * j + 2 * tig);
-            acc[4 * j + 0] = fmaf(part[4 * j + 0], sa0 * sbj.x, acc[4 * j + 0]);
-            acc[4 * j + 1] = fmaf(part[4 * j + 1], sa0 * sbj.y, acc[4 * j + 1]);
-            acc[4 * j + 2] = fmaf(part[4 * j + 2], sa1 * sbj.x, acc[4 * j + 2]);
-            acc[4 * j + 3] = fmaf(part[4 * j + 3], sa1 * sbj.y, acc[4 * j + 3]);
-          }
+          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
         } else {
           wgmma_fence();
 #pragma unroll

@@ -16,13 +16,14 @@
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
 
 namespace moe::cuda {
 namespace {
 
-constexpr int kSwizzleAlign = 1024, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+constexpr int kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
 constexpr int kWeightRows = 128;
 
 // A slot: the weight tile (128 rows of 128 bytes), the pair tile (kN rows), the weight rows' scales, the
@@ -195,17 +196,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  const uint32_t raw0 = smem_addr(smem_raw);
-  const uint32_t smem0 = (raw0 + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
-  const uint8_t* smem = smem_raw + (smem0 - raw0);
-  if (tid == 0) {
-    for (int s = 0; s < kStages<kN>; ++s) {
-      mbar_init(&full[s], kFp8 ? 129 : 128);  // every copier thread's cp.async; fp8: thread 0's weight bytes
-      mbar_init(&empty[s], 8);                // every consumer warp
-    }
-    mbar_init_fence();
-  }
-  __syncthreads();
+  const uint32_t smem0 = swizzle_aligned_base(smem_raw);
+  const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
+  init_ring_barriers(full, empty, kFp8);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
@@ -223,12 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
           mbar_expect_tx(&full[slot], kWeightRows * kTileRowBytes);
           if (kStage == 1) {
-#pragma unroll
-            for (int q = 0; q < 8; ++q) {
-              tma_box_to_shared(dst + 16 * q * kTileRowBytes, &w_map, kc, w_row + 8 * q, &full[slot]);
-              tma_box_to_shared(dst + (16 * q + 8) * kTileRowBytes, &w_map, kc, w_row + P + 8 * q,
-                                &full[slot]);
-            }
+            tma_gate_up_tile<8, 8, kTileRowBytes>(dst, &w_map, kc, w_row, P, &full[slot]);
           } else {
             tma_box_to_shared(dst, &w_map, kc, w_row, &full[slot]);
           }
@@ -267,15 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_fence_operands(part);
         const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
         const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
-        const float sw0 = sw[r0], sw1 = sw[r0 + 8];
-#pragma unroll
-        for (int j = 0; j < kN / 8; ++j) {
-          const float2 spj = *reinterpret_cast<const float2*>(sp + 8 * j + 2 * tig);
-          acc[4 * j + 0] = fmaf(part[4 * j + 0], sw0 * spj.x, acc[4 * j + 0]);
-          acc[4 * j + 1] = fmaf(part[4 * j + 1], sw0 * spj.y, acc[4 * j + 1]);
-          acc[4 * j + 2] = fmaf(part[4 * j + 2], sw1 * spj.x, acc[4 * j + 2]);
-          acc[4 * j + 3] = fmaf(part[4 * j + 3], sw1 * spj.y, acc[4 * j + 3]);
-        }
+        add_scaled_partial<kN / 8>(acc, part, sw[r0], sw[r0 + 8], sp, tig);
       } else {
         wgmma_fence();
 #pragma unroll

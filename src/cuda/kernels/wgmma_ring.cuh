@@ -1,0 +1,72 @@
+#pragma once
+// What the two persistent wgmma kernels share around their ring of shared-memory slots (expert_wgmma.cu:
+// 128-pair tiles; expert_wgmma_swap.cu: 16- to 64-pair tiles with the operands swapped): the swizzle-aligned
+// start of the ring, its barriers, and the tensor-map copy of a stage-1 weight tile whose gate and up rows
+// interleave.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/smem_ring.cuh"
+
+namespace moe::cuda {
+
+// wgmma's 128-byte swizzle is a function of the shared address: every slot's tiles start on 1024-byte
+// boundaries.
+constexpr int kSwizzleAlign = 1024;
+
+// The first kSwizzleAlign-aligned shared address from the dynamic shared memory's start (launches ask for
+// kSwizzleAlign bytes beyond the ring for it).
+__device__ __forceinline__ uint32_t swizzle_aligned_base(const void* smem_raw) {
+  return (shared_addr(smem_raw) + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
+}
+
+// Thread 0 sets up the ring's barriers, then the whole block syncs: full[s] completes once every copier
+// thread's (warpgroup 0's 128) cp.async copies into slot s have landed, and for fp8 also thread 0's
+// tensor-map bytes (one more arrival, with its transaction count); empty[s] once each of the two consumer
+// warpgroups' 8 warps is done with the slot.
+template <int kStages>
+__device__ __forceinline__ void init_ring_barriers(uint64_t (&full)[kStages], uint64_t (&empty)[kStages],
+                                                   bool fp8) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], fp8 ? 129 : 128);
+      mbar_init(&empty[s], 8);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+}
+
+// Stage 1's weight tile at `dst` by the tensor map: kBoxes pairs of kBoxRows-row boxes, box q's gate rows
+// row + kBoxRows q, ... then their up rows P further on, so the tile's rows interleave gate and up per
+// kBoxRows (each consumer thread's accumulator rows then hold the gate and up rows of one output). K bytes
+// from kc (negative: zeros before K); rows of kRowBytes.
+template <int kBoxRows, int kBoxes, int kRowBytes>
+__device__ __forceinline__ void tma_gate_up_tile(uint32_t dst, const void* map, int kc, int row, int P,
+                                                 uint64_t* bar) {
+#pragma unroll
+  for (int q = 0; q < kBoxes; ++q) {
+    tma_box_to_shared(dst + 2 * q * kBoxRows * kRowBytes, map, kc, row + kBoxRows * q, bar);
+    tma_box_to_shared(dst + (2 * q + 1) * kBoxRows * kRowBytes, map, kc, row + P + kBoxRows * q, bar);
+  }
+}
+
+// An fp8 K step's partial sums into the accumulators, times the scales of the thread's rows (s0 for row r,
+// s1 for row r + 8) and of its columns (col_scales[8j + 2 tig] and the next, for each of the kJ 8-column
+// groups): wgmma's m64nN accumulator fragment, 4 values per 8 columns.
+template <int kJ>
+__device__ __forceinline__ void add_scaled_partial(float (&acc)[4 * kJ], const float (&part)[4 * kJ],
+                                                   float s0, float s1, const float* col_scales, int tig) {
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const float2 c = *reinterpret_cast<const float2*>(col_scales + 8 * j + 2 * tig);
+    acc[4 * j + 0] = fmaf(part[4 * j + 0], s0 * c.x, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(part[4 * j + 1], s0 * c.y, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(part[4 * j + 2], s1 * c.x, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(part[4 * j + 3], s1 * c.y, acc[4 * j + 3]);
+  }
+}
+
+}  // namespace moe::cuda
