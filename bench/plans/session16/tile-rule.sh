@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 16: the swapped-tile rule by shape (next/tile-rule) against main (eb2257a), same lease; then the
+# The swapped-tile rule by shape (main after session 16, tr-gpu) against eb2257a (m16f-gpu), same lease; then the
 # fused-MoE GPU tests of the DeepSeek TP8 shard with the rule.
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
