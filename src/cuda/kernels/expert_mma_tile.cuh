@@ -63,6 +63,14 @@ __device__ __forceinline__ int weight_row(const ExpertWeightsDev& w, int n0, int
   return *n < w.hidden ? *n : -1;
 }
 
+// Expert e's weight matrix for stage kStage (w13: its 2P gate and up rows; w2: its H rows), rows of a.k
+// elements of kEsz bytes.
+template <int kStage, int kEsz>
+__device__ __forceinline__ const uint8_t* expert_weight_base(const MmaKernelArgs& a, int e) {
+  const size_t rows = static_cast<size_t>(kStage == 1 ? 2 * a.w.inter : a.w.hidden);
+  return (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * rows * a.k * kEsz;
+}
+
 // One thread's share of filling a pipeline slot when kCopyThreads threads fill it: 16-byte chunk tid % 8 of
 // tile rows tid / 8 + (kCopyThreads / 8) i of A and of B, and for fp8 the scales q = tid + kCopyThreads u of
 // the step (q < 128: A row q's, else weight row q - 128's). The rows are found once per block (as 32-bit
@@ -84,10 +92,9 @@ struct MmaTileLoader {
 
   __device__ MmaTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int thread)
       : tid(thread) {
-    const int H = a.w.hidden, P = a.w.inter;
-    const size_t w_rows = static_cast<size_t>(kStage == 1 ? 2 * P : H);
+    const int H = a.w.hidden;
     a_base = a.a;
-    w_base = (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * w_rows * a.k * kEsz;
+    w_base = expert_weight_base<kStage, kEsz>(a, e);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const int r = tid / 8 + kRowStride * i;

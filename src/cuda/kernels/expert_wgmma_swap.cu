@@ -80,10 +80,9 @@ struct SwapTileLoader {
 
   __device__ SwapTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int thread)
       : tid(thread) {
-    const int H = a.w.hidden, P = a.w.inter;
-    const size_t w_rows = static_cast<size_t>(kStage == 1 ? 2 * P : H);
+    const int H = a.w.hidden;
     a_base = a.a;
-    w_base = (kStage == 1 ? a.w.w13 : a.w.w2) + static_cast<size_t>(e) * w_rows * a.k * kEsz;
+    w_base = expert_weight_base<kStage, kEsz>(a, e);
 #pragma unroll
     for (int i = 0; i < kPairRows; ++i) {
       const int r = tid / 8 + 16 * i;
