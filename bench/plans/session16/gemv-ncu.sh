@@ -11,8 +11,9 @@ cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13'
 export LD_LIBRARY_PATH=/tmp/m/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 R=$OUT/gemv-ncu; mkdir -p $R
-# Skip the prefill's launches: the last 4 gemv launches of the run are the last decode step's 2 layers.
-timeout 300 $NCU --set full --import-source yes -k 'regex:gemv_kernel' --launch-skip 40 --launch-count 4 \
+# The prefill of 16 tokens takes the GEMMs (the GEMV serves at most 4 rows): skip the first decode step (2 layers x q/k/v and o),
+# profile the second.
+timeout 300 $NCU --set full --import-source yes -k 'regex:gemv_kernel' --launch-skip 4 --launch-count 4 \
   -o $R/gemv /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b --format fp8_block --layers 2 --batches 1 \
   --prefill 16 --reps 3 > $R/ncu.log 2>&1
 echo "ncu rc $?"; tail -3 $R/ncu.log
