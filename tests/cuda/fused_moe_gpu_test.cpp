@@ -219,11 +219,12 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
           << "run " << rep + 1 << " at M=" << M;
     }
   }
-  // Decode sizes back to back, in an order where each call's M differs from the last, 25 rounds with
-  // poisoned workspaces: every M gives its first bits each time. A few tokens' stage 2 reads the grouping
-  // before its wait (a guess it checks after), and with a self-routed stage 1 that grouping can be half
-  // written: an earlier call's values beside this call's and the poison. Acting on such a guess faulted once
-  // in a few runs (session 16); the changing M is what makes the earlier call's values wrong for this one.
+  // Decode sizes back to back, each call's M different from the last, 25 rounds with poisoned workspaces:
+  // every M gives its first bits each time. A few tokens' stage 2 reads the grouping before its wait (a
+  // guess it checks after), and with a self-routed stage 1 that grouping can be half written, the poison
+  // beside this call's values, read differently by different warps. Acting on such a guess faulted in every
+  // standalone run of this test before session 16's fix (at M=5, then at M=8); 200 more decode calls give
+  // a race of that kind many more chances.
   {
     const int decode_ms[] = {5, 3, 8, 1, 7, 2, 6, 4};
     std::vector<std::vector<float>> firsts;
