@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
 
 #include "core/codecs.h"
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
@@ -96,23 +96,18 @@ std::vector<int64_t> sampled_rows(int64_t M) {
 // Diagnostics for a fault in a run (read once): MOE_TEST_TRACE=1 names each call's M on stderr before it
 // runs; MOE_TEST_SYNC_PARTS=1 also waits after every kernel of the call and names the one that faulted (which
 // takes away the overlap between kernels, so a race may hide).
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::strcmp(v, "0") != 0;
-}
-
 void sync_part(void*, const char* part, cudaStream_t stream) {
   const cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) std::fprintf(stderr, "trace: %s faulted: %s\n", part, cudaGetErrorString(e));
 }
 
 void trace_call(int M) {
-  static const bool trace = env_on("MOE_TEST_TRACE"), sync = env_on("MOE_TEST_SYNC_PARTS");
-  static const bool marker_set = [] {
-    if (sync) cuda::set_moe_part_marker(sync_part, nullptr);
-    return true;
+  static const bool trace = env_flag("MOE_TEST_TRACE");
+  static const bool sync = [] {
+    const bool on = env_flag("MOE_TEST_SYNC_PARTS");
+    if (on) cuda::set_moe_part_marker(sync_part, nullptr);
+    return on;
   }();
-  (void)marker_set;
   if (trace || sync) std::fprintf(stderr, "trace: M=%d\n", M);
 }
 

@@ -132,13 +132,10 @@ __global__ void __launch_bounds__(kChunkThreads) group_place_kernel(AlignArgs a,
   }
 }
 
-}  // namespace
-
-namespace {
-// MOE_GROUPING_MULTIBLOCK=0: always the single-block kernel. Session 15 saw one intermittent illegal address
-// in the fused-MoE test on this branch (bf16, M=8/1024 determinism loop); the many-block grouping is the
-// first suspect, and this lets a GPU run rule it in or out without a rebuild.
+// MOE_GROUPING_MULTIBLOCK=0: always the single-block kernel, to compare the two without a rebuild (session 16
+// used it to rule the many-block grouping out of an illegal address that was in the swap-AB stage 2).
 EnvSwitch multiblock_switch("MOE_GROUPING_MULTIBLOCK");
+
 }  // namespace
 
 void launch_align(const AlignArgs& a, cudaStream_t stream) {
