@@ -665,6 +665,14 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
   // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
   // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
+  // The grouped GEMM's pair outputs in bf16 when the combine kernel reads them (not a consumer that takes
+  // fp32 y: the combine left to the next norm).
+  const bool y_bf16 = stages == StagePath::Mma && !leave_combine && grouped_gemm_y_bf16();
+  if (y_bf16) {
+    g.y = nullptr;
+    g.y_bf16 = ws.y.as<uint16_t>();
+    if (shared) s.y = nullptr, s.y_bf16 = ws.shared_y.as<uint16_t>();
+  }
   const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
   const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
                       shared_expert_beside_routed() && !measuring;
@@ -688,14 +696,18 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                       K};
     return;
   }
-  CombineArgs ca{ws.y.as<float>(),
+  CombineArgs ca{y_bf16 ? nullptr : ws.y.as<float>(),
                  ws.topk_ids.as<int>(),
                  ws.topk_weights.as<float>(),
-                 shared ? ws.shared_y.as<float>() : nullptr,
+                 shared && !y_bf16 ? ws.shared_y.as<float>() : nullptr,
                  shared ? ws.shared_gate.as<float>() : nullptr,
                  K,
                  layer.hidden(),
                  out};
+  if (y_bf16) {
+    ca.y_bf16 = g.y_bf16;
+    ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
+  }
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();
   mark_part("moe combine", stream);

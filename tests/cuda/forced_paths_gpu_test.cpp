@@ -305,23 +305,29 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   const double tol = default_tolerance(g.c.config);
   // The swapped wgmma kernel (few pairs per expert); the wgmma kernel with its fp8 A rows by TMA and by
   // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
-  // differs: the same bits); the mma.sync kernel.
+  // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
+  // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's).
   struct Kernel {
     const char* name;
-    bool wgmma, swap, tma_a, quantise_h;
+    bool wgmma, swap, tma_a, quantise_h, y_bf16;
   };
   std::vector<float> wgmma_out;
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
-             quantise_h_default = cuda::grouped_gemm_quantises_h();
-  for (const Kernel& kernel :
-       {Kernel{"wgmma swapped", true, true, true, true}, Kernel{"wgmma, A by TMA", true, false, true, true},
-        Kernel{"wgmma, A by cp.async", true, false, false, true},
-        Kernel{"wgmma, h by fp8_rows", true, false, true, false},
-        Kernel{"mma.sync", false, false, false, false}}) {
+             quantise_h_default = cuda::grouped_gemm_quantises_h(),
+             y_bf16_default = cuda::grouped_gemm_y_bf16();
+  for (const Kernel& kernel : {Kernel{"wgmma swapped", true, true, true, true, false},
+                               Kernel{"wgmma, A by TMA", true, false, true, true, false},
+                               Kernel{"wgmma, A by cp.async", true, false, false, true, false},
+                               Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
+                               Kernel{"mma.sync", false, false, false, false, false},
+                               Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
+                               Kernel{"wgmma, y in bf16", true, false, false, false, true},
+                               Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
     cuda::set_grouped_gemm_tma_a(kernel.tma_a);
     cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
+    cuda::set_grouped_gemm_y_bf16(kernel.y_bf16);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -344,14 +350,23 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << name << ": two runs differ";
     if (kernel.wgmma && !kernel.swap && wgmma_out.empty()) {
       wgmma_out = a;
-    } else if (kernel.wgmma && !kernel.swap) {
+    } else if (kernel.wgmma && !kernel.swap && !kernel.y_bf16) {
       EXPECT_EQ(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4)) << name << ": not the first's bits";
+    } else if (kernel.wgmma && !kernel.swap) {
+      // y rounded to bf16 before the weighted sum: close to the fp32 y's output, and not the same (the
+      // rounding did happen).
+      const Comparison near = compare(a.data(), wgmma_out.data(), static_cast<int64_t>(a.size()));
+      std::printf("[%s %s] M=%d vs fp32 y: %s\n", name, std::string(format_name(f)).c_str(), kM,
+                  verdict_line(near, 5e-3).c_str());
+      EXPECT_TRUE(near.passed(5e-3)) << name << " vs fp32 y: " << verdict_line(near, 5e-3);
+      EXPECT_NE(0, std::memcmp(a.data(), wgmma_out.data(), a.size() * 4)) << name << ": y was not rounded";
     }
   }
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
   cuda::set_grouped_gemm_tma_a(tma_a_default);
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
+  cuda::set_grouped_gemm_y_bf16(y_bf16_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

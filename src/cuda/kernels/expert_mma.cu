@@ -163,6 +163,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.num_tiles = s.num_tiles;
   k.h = g.h;
   k.y = g.y;
+  k.y_bf16 = g.y_bf16;
 
   // Stage 1: A = x rows of the pairs' tokens.
   k.k = H;
@@ -230,6 +231,8 @@ constexpr int kMinPairTile = 16;
 // Off by default: on an H200 (session 15) fp8_rows after the GEMM measured faster than the epilogue's
 // quantisation, Qwen3-30B-A3B fp8 M=4096 839 against 876 us, DeepSeek-V3 TP8 1641 against 1713.
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
+// Off by default until measured on a GPU (written in session 17 without one): stage 2's pair outputs in bf16.
+EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", false);
 
 }  // namespace
 
@@ -286,6 +289,14 @@ bool grouped_gemm_quantises_h() {
 
 void set_grouped_gemm_quantises_h(bool on) {
   quantise_h_switch.set(on);
+}
+
+bool grouped_gemm_y_bf16() {
+  return y_bf16_switch.get();
+}
+
+void set_grouped_gemm_y_bf16(bool on) {
+  y_bf16_switch.set(on);
 }
 
 bool mma_supported(WFormat f, AQuant q) {

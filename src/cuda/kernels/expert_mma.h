@@ -85,6 +85,14 @@ void set_grouped_gemm_tma_a(bool on);
 // The same codes.
 bool grouped_gemm_quantises_h();
 void set_grouped_gemm_quantises_h(bool on);
+// Whether the grouped GEMM's stage 2 writes its pair outputs in bf16 (GemvArgs::y_bf16, read by the combine)
+// instead of fp32: half of the bytes stage 2 writes and the combine reads, [pairs, H] (Qwen3-30B-A3B at 4096
+// tokens: 268 MB in fp32; DeepSeek-V3 TP8: 940 MB). FORMATS.md sums y in fp32; rounding each pair's y to bf16
+// first moves the output by about 1e-3 relative L2 (the cases allow 1e-2 for bf16, 2e-2 for fp8), as vLLM's
+// and sglang's bf16 intermediate caches do. Off unless MOE_GROUPED_Y_BF16=1; set_grouped_gemm_y_bf16
+// overrides it.
+bool grouped_gemm_y_bf16();
+void set_grouped_gemm_y_bf16(bool on);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,

@@ -45,6 +45,9 @@ struct MmaKernelArgs {
   float* h_scales;
   int h_groups;
   float* y;  // stage 2 out [pairs, H]
+  // Stage 2's out in bf16 instead of y when set (grouped_gemm_y_bf16): half the bytes the GEMM writes and
+  // the combine reads, which at many tokens are a large part of both (y is [pairs, H]).
+  uint16_t* y_bf16;
 };
 
 // Weight row (and its validity) behind tile row r. Stage 1 interleaves per 32 rows: tile rows 32w..32w+15
@@ -174,14 +177,19 @@ __device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size
   *reinterpret_cast<uint32_t*>(a.h + pair * a.w.inter + n) = h_pair_bits(a, e, n, g0, g1, u0, u1);
 }
 
-// Stage 2's output for pair `pair`: y[pair][n, n + 1] = v + bias (n even, n < H).
+// Stage 2's output for pair `pair`: y[pair][n, n + 1] = v + bias (n even, n < H), in bf16 when a.y_bf16 is
+// set.
 __device__ __forceinline__ void store_y_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float2 v) {
   const int H = a.w.hidden;
   if (a.w.w2_bias) {
     v.x += a.w.w2_bias[static_cast<size_t>(e) * H + n];
     v.y += a.w.w2_bias[static_cast<size_t>(e) * H + n + 1];
   }
-  *reinterpret_cast<float2*>(a.y + pair * H + n) = v;
+  if (a.y_bf16)
+    *reinterpret_cast<uint32_t*>(a.y_bf16 + pair * H + n) =
+        f32_to_bf16(v.x) | (static_cast<uint32_t>(f32_to_bf16(v.y)) << 16);
+  else
+    *reinterpret_cast<float2*>(a.y + pair * H + n) = v;
 }
 
 }  // namespace moe::cuda

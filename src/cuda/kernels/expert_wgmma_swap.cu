@@ -179,7 +179,10 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
           if (n >= H) continue;
           float v = acc[4 * j + 2 * half + c];
           if (a.w.w2_bias) v += a.w.w2_bias[static_cast<size_t>(w.e) * H + n];
-          a.y[pair * H + n] = v;
+          if (a.y_bf16)
+            a.y_bf16[pair * H + n] = f32_to_bf16(v);
+          else
+            a.y[pair * H + n] = v;
         }
       }
     }

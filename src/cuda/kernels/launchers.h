@@ -60,11 +60,12 @@ struct GemvArgs {
   ExpertWeightsDev w;
   GroupingDev g;
   ActivationParams act;
-  const float* xq;  // stage 1 input [tokens, H], already quantised
-  uint16_t* h;      // stage 1 output, stage 2 input [pairs, P] bf16
-  float* y;         // stage 2 output [pairs, H] fp32
-  int max_groups;   // grid bound on active experts
-  int min_groups;   // experts one token touches (top_k): what the tile choice is made for
+  const float* xq;             // stage 1 input [tokens, H], already quantised
+  uint16_t* h;                 // stage 1 output, stage 2 input [pairs, P] bf16
+  float* y;                    // stage 2 output [pairs, H] fp32
+  uint16_t* y_bf16 = nullptr;  // when set, the grouped GEMM's stage 2 writes its output here in bf16, not y
+  int max_groups;              // grid bound on active experts
+  int min_groups;              // experts one token touches (top_k): what the tile choice is made for
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
@@ -80,6 +81,9 @@ struct CombineArgs {
   const float* shared_gate;   // [M]
   int top_k, hidden;
   uint16_t* out;  // [M, H] bf16
+  // y and y_shared in bf16 instead (the grouped GEMM's stage 2 with y_bf16): read when y_bf16 is set.
+  const uint16_t* y_bf16 = nullptr;
+  const uint16_t* y_shared_bf16 = nullptr;
 };
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
 
