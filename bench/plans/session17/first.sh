@@ -35,32 +35,6 @@ echo "a/b t=$(el)"
 awk '{k=$2" "$4; v[k]=v[k]" "$1"="$5} END{for(k in v) print k, v[k]}' $R/ab.log | sort -k1,1 -k2,2n
 pack
 
-# 2. gpu-check of main: every GPU test with poisoned workspaces, the CUDA cases, fixtures, benches, peer, model.
-# 3. The grouped GEMM at M=4096 under ncu (tensor pipe, L2, stalls): why it runs at ~25 % of the fp8 peak.
-# (The decode step's GEMVs under ncu, session16/gemv-ncu.sh, are the second call's.)
-# Carry: .carry/tr-gpu.tar.xz (main, scripts/pack-gpu-carry), .carry/m16f-gpu.tar.xz (eb2257a), .carry/first17.sh
-# Run:   END=560 bash .carry/first17.sh
-set -uo pipefail
-start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-END=${END:-560}
-cap() { local l=$(( END - $(el) - ${2:-0} )); [ $l -lt $1 ] && echo $l || echo $1; }
-R=/tmp/r; mkdir -p $R /tmp/n /tmp/o
-pack() { tar -C /tmp -czf $OUT/r.tgz --exclude=r/gc/cases --exclude=r/gc/fixtures --exclude='*.ncu-rep' r 2>/dev/null; }
-tar -C /tmp/n -xJf .carry/tr-gpu.tar.xz && tar -C /tmp/o -xJf .carry/m16f-gpu.tar.xz bin/moe
-cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
-echo "unpacked t=$(el)"
-
-# 1. The tile rule, old (eb2257a) against new (main), alternated twice.
-for r in 1 2; do for b in o n; do
-  timeout 40 /tmp/$b/bin/moe bench --shapes deepseek-v3-tp8,qwen3-30b-a3b --formats fp8_block \
-    --M 128,256,384,512,768,1024 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" | sed "s/^/$b$r /"
-done; done > $R/tile-rule.log
-echo "tile rule t=$(el)"
-awk '{k=$2" "$4; v[k]=v[k]" "$1"="$5} END{for(k in v) print k, v[k]}' $R/tile-rule.log | sort -k1,1 -k2,2n
-pack
-
 # 2. gpu-check of main, whole (about 150 s on an H200).
 mkdir -p $R/gc
 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 260 100) scripts/gpu-check \
