@@ -29,8 +29,8 @@ std::atomic<int64_t> compact_launches{0};
 constexpr int kThreads = 32 * kWarps;
 constexpr size_t kWeightBytes = static_cast<size_t>(kThreads) * kLaneChunks * 16;
 
-// A weight chunk into shared memory (zero-filled when !valid, nothing read), evict-first in L2 as the
-// register kernel's streaming loads: a decode step reads each weight once.
+// A weight chunk into shared memory, evict-first in L2 as the register kernel's streaming loads (a decode
+// step reads each weight once); when !valid, zero-filled with nothing read (src-size 0).
 __device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool valid, uint64_t policy) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(cuda::smem_addr(dst)),
                "l"(src), "r"(valid ? 16 : 0), "l"(policy)
@@ -53,12 +53,11 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
-  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
-  const int scols = (cols + 127) / 128;
-  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
-  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
+  load_block_scales<R>(scale, cols, block_scales);
   const uint64_t policy = cuda::l2_evict_first_policy();
+  // (The register kernel's chunk loop, copying to shared memory; it stays apart so that kernel's code is
+  // unchanged.)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const bool live = row0 + r < rows;
@@ -66,9 +65,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int v = lane + 32 * u;
-      // A dead chunk names the row's first (a valid address; nothing is read).
-      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + (v < vecs ? v : 0),
-                    live && v < vecs, policy);
+      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs, policy);
     }
   }
   cuda::cp_async_commit();
@@ -127,13 +124,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
   }
-#pragma unroll
-  for (int m = 0; m < M; ++m)
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float total = warp_sum(acc[m][r]);
-      if (lane == 0 && row0 + r < rows) y[static_cast<int64_t>(m) * rows + row0 + r] = total;
-    }
+  store_rows<M, R>(acc, y, rows, row0);
 }
 
 template <int M, int R>

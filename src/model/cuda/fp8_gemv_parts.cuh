@@ -50,4 +50,29 @@ __device__ __forceinline__ void add_chunk(float& acc, float sw, const float (&f)
   acc += sw * part;
 }
 
+// The weight scales of the block's rows into block_scales [ceil(cols / 128)]: its kWarps * R rows (which
+// divide 128, its first row kWarps * R-aligned) share one row of 128 x 128 scale blocks. Weights are
+// constant, so both kernels do this before their programmatic wait.
+template <int R>
+__device__ __forceinline__ void load_block_scales(const float* scale, int cols, float* block_scales) {
+  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  const int scols = (cols + 127) / 128;
+  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
+  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
+}
+
+// Each row's lane sums added by the warp's fixed shuffle tree; lane 0 stores rows row0 .. row0 + R - 1 of
+// each of the M outputs (those below `rows`).
+template <int M, int R>
+__device__ __forceinline__ void store_rows(const float (&acc)[M][R], float* y, int rows, int row0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float total = warp_sum(acc[m][r]);
+      if (lane == 0 && row0 + r < rows) y[static_cast<int64_t>(m) * rows + row0 + r] = total;
+    }
+}
+
 }  // namespace moe::model::gpu

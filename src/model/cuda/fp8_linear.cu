@@ -31,14 +31,10 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
-  // The block's 8R rows (8R divides 128, and the block's first row is 8R-aligned) share one row of 128 x 128
-  // weight-scale blocks; those constants go to shared memory before the wait too, so the dot products below
-  // read their scales there instead of waiting one more global round trip after the quantisation.
-  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  // The block's weight scales go to shared memory before the wait too, so the dot products below read them
+  // there instead of waiting one more global round trip after the quantisation.
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
-  const int scols = (cols + 127) / 128;
-  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
-  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
+  load_block_scales<R>(scale, cols, block_scales);
   uint4 wv[R][kChunks];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -101,13 +97,7 @@ __global__ void __launch_bounds__(32 * kWarps)
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
   }
-#pragma unroll
-  for (int m = 0; m < M; ++m)
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float total = warp_sum(acc[m][r]);
-      if (lane == 0 && row0 + r < rows) y[static_cast<int64_t>(m) * rows + row0 + r] = total;
-    }
+  store_rows<M, R>(acc, y, rows, row0);
 }
 
 template <int M, int R, bool kCombine>
