@@ -16,6 +16,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/random_fill.h"
 #include "model/cuda/cuda_model_backend.h"
+#include "model/cuda/fp8_gemv_compact.h"
 
 namespace moe::model {
 namespace gpu {
@@ -508,6 +509,18 @@ bool cuda_model_backend_available() {
 
 int64_t cuda_combines_in_norm() {
   return gpu::combines_in_norm.load(std::memory_order_relaxed);
+}
+
+bool cuda_gemv_compact() {
+  return gpu::fp8_gemv_compact_on();
+}
+
+void set_cuda_gemv_compact(bool on) {
+  gpu::set_fp8_gemv_compact(on);
+}
+
+int64_t cuda_gemv_compact_launches() {
+  return gpu::fp8_gemv_compact_launches();
 }
 
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,

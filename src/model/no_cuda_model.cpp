@@ -13,6 +13,16 @@ int64_t cuda_combines_in_norm() {
   return 0;
 }
 
+bool cuda_gemv_compact() {
+  return false;
+}
+
+void set_cuda_gemv_compact(bool) {}
+
+int64_t cuda_gemv_compact_launches() {
+  return 0;
+}
+
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights&, const TensorSource&,
                                                       const BackendOptions&, const CudaBackendOptions&) {
   fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");

@@ -3,6 +3,8 @@
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
+#include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/fp8_gemv_parts.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
@@ -11,20 +13,6 @@ MOE_KERNEL_TIMELINE_TU(fp8_linear)
 
 namespace moe::model::gpu {
 namespace {
-
-constexpr int kWarps = 8;
-// 16-byte weight chunks a lane holds in registers at once: all of its rows' chunks are loaded before the
-// kernel waits for its predecessor, so one memory round trip covers the whole weight read.
-constexpr int kLaneChunks = 16;
-
-// Weight rows per warp for a row of `cols` bytes: as many as fit kLaneChunks per lane (4 for 2048 columns,
-// 2 for 4096, 1 for 8192). More rows per warp means fewer blocks, and so fewer blocks redoing the RMSNorm and
-// the activation quantisation that every block does for itself (ncu measured that work as a large part of
-// the one-row-per-warp kernel's instructions).
-int rows_per_warp(int cols) {
-  const int chunks_per_row = (cols / 16 + 31) / 32;
-  return kLaneChunks / chunks_per_row >= 4 ? 4 : kLaneChunks / chunks_per_row >= 2 ? 2 : 1;
-}
 
 // Warp w takes rows R * w .. R * w + R - 1; lane l takes the 16-byte chunks l, l + 32, ... of each (all of
 // them, in registers, before the predecessor wait: programmatic dependent launch). Then the block quantises
@@ -43,14 +31,10 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
-  // The block's 8R rows (8R divides 128, and the block's first row is 8R-aligned) share one row of 128 x 128
-  // weight-scale blocks; those constants go to shared memory before the wait too, so the dot products below
-  // read their scales there instead of waiting one more global round trip after the quantisation.
-  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  // The block's weight scales go to shared memory before the wait too, so the dot products below read them
+  // there instead of waiting one more global round trip after the quantisation.
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
-  const int scols = (cols + 127) / 128;
-  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
-  for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
+  load_block_scales<R>(scale, cols, block_scales);
   uint4 wv[R][kChunks];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -87,18 +71,9 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
 #pragma unroll
     for (int b = 0; b < kItemBatch; ++b) {
-      const int item = item0 + b * kWarps, m = item / groups, g0 = (item % groups) * 128;
+      const int item = item0 + b * kWarps;
       if (item >= M * groups) break;
-      float amax = 0.0f;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) amax = fmaxf(amax, fabsf(v[b][u]));
-      amax = warp_max(amax);
-      const float s = fp8_group_scale(amax);
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int i = g0 + lane + 32 * u;
-        if (i < min(cols, g0 + 128)) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(v[b][u], s)) * s;
-      }
+      quantise_group(a, cols, item / groups, (item % groups) * 128, v[b]);
     }
   }
   __syncthreads();
@@ -119,25 +94,10 @@ __global__ void __launch_bounds__(32 * kWarps)
       // 8 vectors of 16 make one 128-column block (rows past the end use the block's scales: never written).
       const float sw = block_scales[v / 8];
 #pragma unroll
-      for (int m = 0; m < M; ++m) {
-        const float4* av = reinterpret_cast<const float4*>(a + m * cols + v * 16);
-        float part = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float4 xv = av[i];
-          part += f[4 * i] * xv.x + f[4 * i + 1] * xv.y + f[4 * i + 2] * xv.z + f[4 * i + 3] * xv.w;
-        }
-        acc[m][r] += sw * part;
-      }
+      for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
   }
-#pragma unroll
-  for (int m = 0; m < M; ++m)
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float total = warp_sum(acc[m][r]);
-      if (lane == 0 && row0 + r < rows) y[static_cast<int64_t>(m) * rows + row0 + r] = total;
-    }
+  store_rows<M, R>(acc, y, rows, row0);
 }
 
 template <int M, int R, bool kCombine>
@@ -181,6 +141,8 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
           "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
+  if (fp8_gemv_compact_on() && !n.combine.y && (n.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0))
+    return fp8_gemv_compact(w, scale, rows, cols, x, M, R, y, s, n);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
     // Four rows of three or four tokens would take more registers than two blocks per SM allow.

@@ -1,0 +1,168 @@
+// The fp8 decode GEMV with compact code. The register-resident kernel (fp8_linear.cu) runs ~2200 straight
+// SASS instructions per warp after its programmatic wait (the quantisation and the dot products fully
+// unrolled), each block once per SM: on the H200 the decode GEMVs took ~8 us after their wait with their
+// weights already loaded (session 11's timeline), and ncu found instruction fetch (`no_inst`) a large part of
+// other such run-once kernels. This form keeps the weights in shared memory instead of registers (cp.async
+// before the wait: the same single round trip) so the loops after the wait can stay rolled: the same
+// arithmetic through the same helpers (fp8_gemv_parts.cuh), in the same order, so the same bits.
+#include "model/cuda/fp8_gemv_compact.h"
+
+#include <atomic>
+
+#include "core/env_flag.h"
+#include "cuda/kernels/kernel_timeline.cuh"
+#include "cuda/kernels/mma_sm80.cuh"
+#include "cuda/kernels/weight_decode.cuh"
+#include "model/cuda/fp8_gemv_parts.cuh"
+#include "model/cuda/kernel_attributes.h"
+#include "model/cuda/norm_rows.cuh"
+
+MOE_KERNEL_TIMELINE_TU(fp8_gemv_compact)
+
+namespace moe::model::gpu {
+namespace {
+
+EnvSwitch compact_switch("MOE_GEMV_COMPACT", false);
+std::atomic<int64_t> compact_launches{0};
+
+// Shared memory: the M normalised / quantised input rows, then each thread's weight chunks.
+constexpr int kThreads = 32 * kWarps;
+constexpr size_t kWeightBytes = static_cast<size_t>(kThreads) * kLaneChunks * 16;
+
+// A weight chunk into shared memory, evict-first in L2 as the register kernel's streaming loads (a decode
+// step reads each weight once); when !valid, zero-filled with nothing read (src-size 0).
+__device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool valid, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(cuda::smem_addr(dst)),
+               "l"(src), "r"(valid ? 16 : 0), "l"(policy)
+               : "memory");
+}
+
+// Warp w takes rows R * w .. R * w + R - 1 and lane l the 16-byte chunks l, l + 32, ... of each, as the
+// register kernel does; its chunk (r, u) lives at wsm[(r * kChunks + u) * kThreads + threadIdx.x], copied by
+// the thread itself, so after its own cp.async wait no barrier is needed to read it.
+template <int M, int R>
+__global__ void __launch_bounds__(kThreads)
+    gemv_compact_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                        NormInput norm) {
+  constexpr int kChunks = kLaneChunks / R;
+  cuda::KernelTimelineScope timeline(cuda::kTlFp8Gemv);
+  extern __shared__ float4 smem4[];
+  __shared__ float scratch[32];
+  float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
+  uint4* wsm = reinterpret_cast<uint4*>(a + M * cols);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = (blockIdx.x * kWarps + warp) * R;
+  const int vecs = cols / 16;
+  __shared__ float block_scales[kFp8GemvMaxCols / 128];
+  load_block_scales<R>(scale, cols, block_scales);
+  const uint64_t policy = cuda::l2_evict_first_policy();
+  // (The register kernel's chunk loop, copying to shared memory; it stays apart so that kernel's code is
+  // unchanged.)
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const bool live = row0 + r < rows;
+    const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(live ? row0 + r : 0) * cols);
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      const int v = lane + 32 * u;
+      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs, policy);
+    }
+  }
+  cuda::cp_async_commit();
+  cuda::pdl_wait();
+  timeline.waited();
+  cuda::pdl_trigger();
+  if (norm.weight) {
+    norm_rows_to_shared<false>(norm, M, cols, a, scratch);
+  } else {
+    // x's rows into `a` (four 16-byte pieces in flight per thread and round), then quantised there in place.
+    const int pieces = M * cols / 4;
+    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
+      float4 t[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int i = i0 + k * kThreads;
+        t[k] = i < pieces ? reinterpret_cast<const float4*>(x)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (i0 + k * kThreads < pieces) smem4[i0 + k * kThreads] = t[k];
+    }
+    __syncthreads();
+  }
+  // Each group is read and written by one warp (no barrier between its reads and writes).
+  const int groups = (cols + 127) / 128;
+#pragma unroll 1
+  for (int item = warp; item < M * groups; item += kWarps) {
+    const int m = item / groups, g0 = (item % groups) * 128;
+    float v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int i = g0 + lane + 32 * u;
+      v[u] = i < min(cols, g0 + 128) ? a[m * cols + i] : 0.0f;
+    }
+    quantise_group(a, cols, m, g0, v);
+  }
+  cuda::cp_async_wait<0>();
+  __syncthreads();
+  if (row0 >= rows) return;
+  float acc[M][R];
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
+#pragma unroll 1
+  for (int u = 0; u < kChunks; ++u) {
+    const int v = lane + 32 * u;
+    if (v >= vecs) break;
+    const float sw = block_scales[v / 8];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float f[16];
+      cuda::decode16<cuda::WFormat::Fp8Block>(wsm[(r * kChunks + u) * kThreads + threadIdx.x], f);
+#pragma unroll
+      for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
+    }
+  }
+  store_rows<M, R>(acc, y, rows, row0);
+}
+
+template <int M, int R>
+void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+            cudaStream_t s, const NormInput& norm) {
+  constexpr size_t kMaxSmem = kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float) + kWeightBytes;
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_compact_kernel<M, R>), static_cast<int>(kMaxSmem));
+  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes;
+  launch_pdl(gemv_compact_kernel<M, R>, blocks_for(rows, kWarps * R), kThreads, smem, s, w, scale, rows, cols,
+             x, y, norm);
+  compact_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool fp8_gemv_compact_on() {
+  return compact_switch.get();
+}
+
+void set_fp8_gemv_compact(bool on) {
+  compact_switch.set(on);
+}
+
+int64_t fp8_gemv_compact_launches() {
+  return compact_launches.load(std::memory_order_relaxed);
+}
+
+void fp8_gemv_compact(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, int R,
+                      float* y, cudaStream_t s, const NormInput& norm) {
+  require(!norm.combine.y, "fp8_gemv_compact: takes no pending combine");
+  require(norm.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0,
+          "fp8_gemv_compact: x must be 16-byte aligned");
+  with_rows<kFp8GemvMaxM>(M, [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    if (R == 4) return launch<kM, 4>(w, scale, rows, cols, x, y, s, norm);
+    if (R == 2) return launch<kM, 2>(w, scale, rows, cols, x, y, s, norm);
+    launch<kM, 1>(w, scale, rows, cols, x, y, s, norm);
+  });
+}
+
+}  // namespace moe::model::gpu
