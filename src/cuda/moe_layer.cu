@@ -274,7 +274,16 @@ bool fused_by_default() {
 namespace {
 EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
+EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
 }  // namespace
+
+bool swap_ab_joint_wave() {
+  return joint_wave_switch.get();
+}
+
+void set_swap_ab_joint_wave(bool on) {
+  joint_wave_switch.set(on);
+}
 
 bool swap_ab_self_route() {
   return self_route_switch.get();
@@ -415,9 +424,11 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path. route and align are set when the
 // swap-AB stage 1 routes the call itself (no prologue ran).
+// beside_groups: the swap-AB groups of the launch that runs beside this one (SwapAbInputs::beside_groups).
 void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
                        StagePath path, bool x_codes_ready, cudaStream_t stream,
-                       const RouteArgs* route = nullptr, const AlignArgs* align = nullptr) {
+                       const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
+                       int beside_groups = 0) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -435,6 +446,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.align = align;
     in.tokens = M;
     in.topk_ids = shared ? nullptr : ws.topk_ids.as<int>();
+    in.beside_groups = beside_groups;
     launch_swap_ab_stage1(g, in, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_swap_ab_stage2(g, in, stream);
@@ -676,10 +688,15 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
   const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
                       shared_expert_beside_routed() && !measuring;
-  if (beside) run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream));
+  // One wave for both launches of a few tokens (swap_ab_joint_wave): the shared expert's single group of
+  // one pass beside the routed experts' groups.
+  const bool joint = beside && stages == StagePath::SwapAb && M <= 8 && swap_ab_joint_wave();
+  if (beside)
+    run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
+                      nullptr, joint ? g.max_groups : 0);
 
   run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
-                    self_routed ? &aa : nullptr);
+                    self_routed ? &aa : nullptr, joint ? 1 : 0);
 
   if (beside) {
     ws.shared_stream.join(stream);

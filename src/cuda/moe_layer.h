@@ -115,6 +115,14 @@ bool stage2_combine_by_default();
 // MOE_SHARED_STREAM=0 (read once); set_shared_expert_beside_routed overrides it (tests compare both ways).
 bool shared_expert_beside_routed();
 void set_shared_expert_beside_routed(bool on);
+// Whether the swap-AB launches of a call of a few tokens whose shared expert runs beside the routed experts
+// size their row tiles per block for one wave together (SwapAbInputs::beside_groups) instead of each for a
+// wave of its own. DeepSeek-V3 at M=1: stage 2's 224 routed blocks of 4 tiles and the shared expert's 112
+// blocks of 1 share 264 block slots, so 72 of the shared blocks wait for a routed block to finish; counted
+// together, the shared expert takes 28 blocks of 4 tiles and all fit. Never changes a dot product. Off unless
+// MOE_SWAP_AB_JOINT_WAVE=1 (session 17, written without a GPU); set_swap_ab_joint_wave overrides it.
+bool swap_ab_joint_wave();
+void set_swap_ab_joint_wave(bool on);
 // Whether the one-launch fused kernel can take this layer's call of M tokens (GemmPath::Fused runs it there).
 bool fused_path_applies(const DeviceMoeLayer& layer, int M);
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.

@@ -378,11 +378,13 @@ TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
 // The shared expert's stages on the workspace's second stream, beside the routed experts' (forked after the
 // prologue, joined before the combine): the same bits as one after the other, called directly and replayed
 // from a captured CUDA graph (where the fork and the join are graph edges), on a Qwen3-Next-like layer with a
-// gated shared expert, at the token counts where the paths that allow it run.
+// gated shared expert, at the token counts where the paths that allow it run; and with both launches' blocks
+// sized for one wave together (swap_ab_joint_wave).
 TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool joint_wave_default = cuda::swap_ab_joint_wave();
   for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
     const NamedShape shape{"small-shared", 64, 512, 256, 8, 256, true, false};
     constexpr int kM = 64;
@@ -401,6 +403,12 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
       EXPECT_EQ(non_finite, 0) << format_name(f) << " M=" << M;
       EXPECT_EQ(0, std::memcmp(after.data(), beside.data(), after.size() * 4))
           << format_name(f) << " M=" << M << ": beside the routed experts, other bits";
+      // Both launches' row tiles per block sized for one wave together (swap_ab_joint_wave; M <= 8).
+      cuda::set_swap_ab_joint_wave(true);
+      const std::vector<float> joint = run_gpu(layer, ws, x, logits, M, H, stream);
+      cuda::set_swap_ab_joint_wave(joint_wave_default);
+      EXPECT_EQ(0, std::memcmp(after.data(), joint.data(), after.size() * 4))
+          << format_name(f) << " M=" << M << ": one wave with the routed experts, other bits";
       // The same call captured into a graph and replayed.
       cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
       ws.poison(stream);

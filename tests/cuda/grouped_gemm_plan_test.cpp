@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cuda/kernels/expert_mma.h"
+#include "cuda/kernels/expert_swap_ab.h"
 
 namespace moe::cuda {
 namespace {
@@ -73,6 +74,45 @@ TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
   set_grouped_gemm_wgmma(false);
   EXPECT_EQ(grouped_gemm_pair_tile(8, 128, 2048, 768), 128) << "mma.sync has 128-pair tiles only";
   set_grouped_gemm_wgmma(true);
+}
+
+// The swap-AB launches of a decode call whose shared expert runs beside its routed experts
+// (swap_ab_joint_wave): sized apart, DeepSeek-V3's stage 2 at M=1 asks for more blocks than an H200 holds at
+// once (132 SMs x 2), so part of the shared expert waits for a routed block to finish; sized together
+// (beside_groups), both launches fit one wave, at every decode M of the shapes with a shared expert, and each
+// launch still covers all of its tiles.
+TEST(SwapAbJointWave, SharedAndRoutedBlocksFitOneWave) {
+  constexpr long kSlots = 132 * 2;
+  const auto blocks = [](int groups, int tiles, int tpb) { return groups * ((tiles + tpb - 1) / tpb); };
+  {
+    const int routed = 8, tiles = 7168 / 64;  // DeepSeek-V3 stage 2 at M=1: 8 experts, 64-row tiles of H
+    const int apart = blocks(routed, tiles, swap_ab_tiles_per_block(routed, tiles, kSlots)) +
+                      blocks(1, tiles, swap_ab_tiles_per_block(1, tiles, kSlots));
+    EXPECT_GT(apart, kSlots) << "sized apart, DeepSeek-V3's stage 2 at M=1 should exceed one wave";
+  }
+  struct Stage {
+    const char* name;
+    int routed_groups, tiles;
+  };
+  // Stage 1: 16 h columns per tile for DeepSeek-V3 (8 K groups: 56 K steps), 32 for Qwen3-Next; stage 2: 64
+  // output rows per tile.
+  for (const Stage& st :
+       {Stage{"deepseek-v3 s1 M=1", 8, 2048 / 16}, Stage{"deepseek-v3 s2 M=1", 8, 7168 / 64},
+        Stage{"deepseek-v3 s1 M=4", 32, 2048 / 16}, Stage{"deepseek-v3 s2 M=8", 64, 7168 / 64},
+        Stage{"qwen3-next s1 M=1", 10, 512 / 32}, Stage{"qwen3-next s2 M=1", 10, 2048 / 64},
+        Stage{"qwen3-next s2 M=8", 80, 2048 / 64}}) {
+    SCOPED_TRACE(st.name);
+    const int routed_tpb = swap_ab_tiles_per_block(st.routed_groups + 1, st.tiles, kSlots);
+    const int shared_tpb = swap_ab_tiles_per_block(1 + st.routed_groups, st.tiles, kSlots);
+    const int total = blocks(st.routed_groups, st.tiles, routed_tpb) + blocks(1, st.tiles, shared_tpb);
+    EXPECT_GE(routed_tpb, 1);
+    EXPECT_LE(routed_tpb, st.tiles);
+    EXPECT_LE(total, kSlots + st.routed_groups + 1)
+        << "more than one wave (up to a block per group of rounding)";
+    if (static_cast<long>(st.routed_groups + 1) * st.tiles <= 8 * kSlots) {
+      EXPECT_LE(total, kSlots) << "a call this size fits one wave";
+    }
+  }
 }
 
 }  // namespace

@@ -555,17 +555,16 @@ int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
 // passes), so the blocks of a call with many experts reuse their staged tokens over several tiles instead of
 // running many short waves. It never changes a dot product.
 int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
-  const long slots = static_cast<long>(sm_count()) * blocks_per_sm;
-  const long per = (static_cast<long>(groups) * tiles + slots - 1) / slots;
-  return static_cast<int>(std::min<long>(std::max<long>(per, 1), tiles));
+  return swap_ab_tiles_per_block(groups, tiles, static_cast<long>(sm_count()) * blocks_per_sm);
 }
 
+// beside_groups: groups of another launch sharing the wave (SwapAbInputs::beside_groups).
 template <bool kFp8, int kStage, int kNT, int kKGroups>
-void launch(SwapAbArgs k, int groups, int passes, cudaStream_t stream) {
+void launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
-  k.tiles_per_block = tiles_per_block(groups * passes, tiles, blocks_per_sm(kNT));
+  k.tiles_per_block = tiles_per_block(groups * passes + beside_groups, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   if (unsigned long long* tl = swap_ab_timeline_buffer())
     k.timeline = tl + static_cast<size_t>(kStage - 1) * kSwTimelineBlocks * kSwEvents;
@@ -633,9 +632,9 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
     constexpr bool kFp8 = decltype(fp8_tag)::value;
     const auto with_nt = [&](auto kg) {
       constexpr int kKG = decltype(kg)::value;
-      if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, passes, stream);
-      if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, passes, stream);
-      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, stream);
+      if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
+      if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
+      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
     };
     if (wide_k)
       with_nt(std::integral_constant<int, 8>{});
@@ -649,6 +648,11 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }
 
 }  // namespace
+
+int swap_ab_tiles_per_block(int groups, int tiles, long block_slots) {
+  const long per = (static_cast<long>(groups) * tiles + block_slots - 1) / block_slots;
+  return static_cast<int>(std::min<long>(std::max<long>(per, 1), tiles));
+}
 
 bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int router_experts) {
   // By token, so bf16 only: an fp8 stage 1 would quantise x itself, on the few warps the routing leaves

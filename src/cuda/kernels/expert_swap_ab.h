@@ -34,11 +34,20 @@ struct SwapAbInputs {
   // grouping).
   const RouteArgs* route = nullptr;
   const AlignArgs* align = nullptr;
+  // (Expert, pass) groups of a launch that runs beside this one on another stream (the shared expert beside
+  // the routed experts: swap_ab_joint_wave): the row tiles per block are sized so that both launches' blocks
+  // fill one wave together. Never changes a dot product.
+  int beside_groups = 0;
 };
 
 // Whether stage 1 can route a call of M tokens itself (block_route.cuh): bf16 weights, a few tokens, a router
 // of up to 128 experts.
 bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int router_experts);
+
+// Row tiles per block for `groups` (expert, pass) groups of `tiles` row tiles each on `block_slots` blocks at
+// once (SMs x blocks per SM): enough that the blocks fill about one wave, at least 1, at most `tiles`. A
+// launch with beside_groups counts them into `groups`. Host arithmetic, tested without a GPU.
+int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 
 void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
 void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
