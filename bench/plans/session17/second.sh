@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second GPU call after session 17: where the time goes, for the next changes. Ends by END.
+# The second GPU call after session 17: the joint-wave switch, then where the time goes. Ends by END.
 # 1. A decode layer's kernel timeline (measuring build, MOE_KERNEL_TIMELINE; session 11's method) with the
 #    register GEMV and with the compact one (MOE_GEMV_COMPACT=1): the q/k/v and o GEMVs' time after their
 #    programmatic wait is the number to compare (session 11: 7.7 and 8.2 us with their weights loaded).
@@ -20,6 +20,18 @@ cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13'
 export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $R/gpu.txt
+
+# 0. The joint wave of the shared and routed swap-AB launches (MOE_SWAP_AB_JOINT_WAVE=1, session 17, untimed)
+#    against apart, the same binary, alternated twice: DeepSeek-V3 (full layer, M=1: 156 us, floor 86) and
+#    Qwen3-Next at decode sizes. Make it the default if DeepSeek-V3 M=1 drops and nothing rises.
+for run in j0 j1 j0 j1; do
+  [ $(cap 999 420) -gt 20 ] || break
+  MOE_SWAP_AB_JOINT_WAVE=${run:1:1} timeout $(cap 45 420) /tmp/n/bin/moe bench --shapes deepseek-v3,qwen3-next-80b-a3b \
+    --formats fp8_block --M 1,2,4,8 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" | sed "s/^/$run /"
+  echo "$run t=$(el)" >&2
+done > $R/joint.log
+awk '{k=$2" "$4; v[k]=v[k]" "$1"="$5} END{for(k in v) print k, v[k]}' $R/joint.log | sort -k1,1 -k2,2n
+pack
 
 # 1. Timelines.
 for c in 0 1; do
