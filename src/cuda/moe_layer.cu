@@ -678,8 +678,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
   // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
   // The grouped GEMM's pair outputs in bf16 when the combine kernel reads them (not a consumer that takes
-  // fp32 y: the combine left to the next norm).
-  const bool y_bf16 = stages == StagePath::Mma && !leave_combine && grouped_gemm_y_bf16();
+  // fp32 y: the combine left to the next norm), which then stores 16-byte pieces of out.
+  const bool y_bf16 = stages == StagePath::Mma && !leave_combine && grouped_gemm_y_bf16() &&
+                      layer.hidden() % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (y_bf16) {
     g.y = nullptr;
     g.y_bf16 = ws.y.as<uint16_t>();

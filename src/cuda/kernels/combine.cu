@@ -105,8 +105,9 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a)
 
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream) {
   if (a.y_bf16) {
-    require(a.hidden % 8 == 0 && a.y_shared == nullptr, "combine: bf16 y needs hidden % 8 == 0 (", a.hidden,
-            ") and the shared expert's output in bf16 too");
+    require(a.hidden % 8 == 0 && a.y_shared == nullptr && reinterpret_cast<uintptr_t>(a.out) % 16 == 0,
+            "combine: bf16 y needs hidden % 8 == 0 (", a.hidden,
+            "), the shared expert's output in bf16 too and a 16-byte aligned output");
     const dim3 grid(M, (a.hidden / 8 + kCombineThreads - 1) / kCombineThreads);
     launch_overlapped(combine_kernel<true>, grid, dim3(kCombineThreads), 0, stream, a);
     return;
