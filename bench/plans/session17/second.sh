@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The second GPU call after session 17: the joint-wave switch, then where the time goes. Ends by END.
+# The second GPU call after session 17: where the decode step's time goes, then the joint-wave switch. Ends by END.
 # 1. A decode layer's kernel timeline (measuring build, MOE_KERNEL_TIMELINE; session 11's method) with the
 #    register GEMV and with the compact one (MOE_GEMV_COMPACT=1): the q/k/v and o GEMVs' time after their
 #    programmatic wait is the number to compare (session 11: 7.7 and 8.2 us with their weights loaded).
 # 2. ncu of the decode step's fp8 GEMVs, both kernels: speed of light, warp states (no_instruction is the
 #    instruction-fetch hypothesis), occupancy; source-level stall samples.
-# 3. ncu of the grouped GEMM at M=4096 (Qwen3-30B-A3B fp8; ~26 % of the fp8 peak): tensor pipe, L2 and DRAM
-#    throughput, stalls per SASS line.
+# 3. The joint wave of the shared and routed swap-AB launches against apart (MOE_SWAP_AB_JOINT_WAVE=1).
+# (ncu of the grouped GEMM is third.sh's.)
 # Carry: .carry/tr-gpu.tar.xz (main), .carry/measuring-kt.tar.xz (scripts/build-measuring MOE_KERNEL_TIMELINE,
 #        bin/moe), .carry/second17.sh.   Run: END=560 bash .carry/second17.sh
 set -uo pipefail
@@ -21,21 +21,9 @@ export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $R/gpu.txt
 
-# 0. The joint wave of the shared and routed swap-AB launches (MOE_SWAP_AB_JOINT_WAVE=1, session 17, untimed)
-#    against apart, the same binary, alternated twice: DeepSeek-V3 (full layer, M=1: 156 us, floor 86) and
-#    Qwen3-Next at decode sizes. Make it the default if DeepSeek-V3 M=1 drops and nothing rises.
-for run in j0 j1 j0 j1; do
-  [ $(cap 999 420) -gt 20 ] || break
-  MOE_SWAP_AB_JOINT_WAVE=${run:1:1} timeout $(cap 45 420) /tmp/n/bin/moe bench --shapes deepseek-v3,qwen3-next-80b-a3b \
-    --formats fp8_block --M 1,2,4,8 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" | sed "s/^/$run /"
-  echo "$run t=$(el)" >&2
-done > $R/joint.log
-awk '{k=$2" "$4; v[k]=v[k]" "$1"="$5} END{for(k in v) print k, v[k]}' $R/joint.log | sort -k1,1 -k2,2n
-pack
-
 # 1. Timelines.
 for c in 0 1; do
-  MOE_KERNEL_TIMELINE=1 MOE_GEMV_COMPACT=$c timeout $(cap 80 300) /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
+  MOE_KERNEL_TIMELINE=1 MOE_GEMV_COMPACT=$c timeout $(cap 80 250) /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
     --format fp8_block --batches 1 --prefill 0 > $R/timeline-compact$c.log 2>&1
   echo "timeline compact=$c rc $? t=$(el)"; grep -A14 -i "launch" $R/timeline-compact$c.log | head -16
 done
@@ -58,17 +46,16 @@ for c in 0 1; do
   pack
 done
 
-# 3. The grouped GEMM at M=4096.
-timeout $(cap 150 10) $NCU --clock-control none -k regex:expert_wgmma_kernel --launch-skip 2 --launch-count 2 \
-  --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-  --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
-  --section SourceCounters --import-source no -f -o $R/gemm \
-  /tmp/n/bin/moe bench --shapes qwen3-30b-a3b --formats fp8_block --M 4096 --paths auto > $R/gemm-run.log 2>&1
-echo "ncu gemm rc $? t=$(el)"
-$NCU --import $R/gemm.ncu-rep --page details > $R/gemm-details.txt 2>&1
-grep -E "expert_wgmma|Throughput|Pipe|Tensor|Issued|Eligible|Duration|L2 Hit|Bandwidth|No Eligible|Busy" \
-  $R/gemm-details.txt | head -50
-$NCU --import $R/gemm.ncu-rep --page source --csv --print-source sass > $R/gemm-sass.csv 2>/dev/null
-python3 scripts/stall-summary $R/gemm-sass.csv 25 > $R/gemm-stalls.txt 2>&1; head -40 $R/gemm-stalls.txt
-xz -6 $R/gemm-sass.csv
+# 3. The joint wave of the shared and routed swap-AB launches (MOE_SWAP_AB_JOINT_WAVE=1, session 17, untimed)
+#    against apart, the same binary, alternated twice: DeepSeek-V3 (full layer, M=1: 156 us, floor 86) and
+#    Qwen3-Next at decode sizes. Make it the default if DeepSeek-V3 M=1 drops and nothing rises.
+for run in j0 j1 j0 j1; do
+  [ $(cap 999) -gt 30 ] || break
+  MOE_SWAP_AB_JOINT_WAVE=${run:1:1} timeout $(cap 70) /tmp/n/bin/moe bench --shapes deepseek-v3,qwen3-next-80b-a3b \
+    --formats fp8_block --M 1,4,8 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" | sed "s/^/$run /"
+  echo "$run t=$(el)" >&2
+done > $R/joint.log
+awk '{k=$2" "$4; v[k]=v[k]" "$1"="$5} END{for(k in v) print k, v[k]}' $R/joint.log | sort -k1,1 -k2,2n
+pack
+
 echo "done t=$(el)"; pack
