@@ -672,11 +672,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // Every prologue form quantises x into mma_x_codes when ra.x_codes is set (route_kernel by row or by group,
   // prologue_small_kernel by group: the same codes).
   const bool x_codes_ready = ra.x_codes != nullptr && !self_routed;
-  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
-  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
-  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
-  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
-  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
   // The grouped GEMM's pair outputs in bf16 when the combine kernel reads them (not a consumer that takes
   // fp32 y: the combine left to the next norm), which then stores 16-byte pieces of out.
   const bool y_bf16 = stages == StagePath::Mma && !leave_combine && grouped_gemm_y_bf16() &&
@@ -686,6 +681,11 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     g.y_bf16 = ws.y.as<uint16_t>();
     if (shared) s.y = nullptr, s.y_bf16 = ws.shared_y.as<uint16_t>();
   }
+  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
+  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
+  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
+  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
+  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
   const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
   const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
                       shared_expert_beside_routed() && !measuring;
@@ -714,18 +714,17 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                       K};
     return;
   }
-  CombineArgs ca{y_bf16 ? nullptr : ws.y.as<float>(),
+  // Stage 2 wrote g.y and s.y, or their bf16 forms (y_bf16 above).
+  CombineArgs ca{g.y,
                  ws.topk_ids.as<int>(),
                  ws.topk_weights.as<float>(),
-                 shared && !y_bf16 ? ws.shared_y.as<float>() : nullptr,
+                 shared ? s.y : nullptr,
                  shared ? ws.shared_gate.as<float>() : nullptr,
                  K,
                  layer.hidden(),
                  out};
-  if (y_bf16) {
-    ca.y_bf16 = g.y_bf16;
-    ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
-  }
+  ca.y_bf16 = g.y_bf16;
+  ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();
   mark_part("moe combine", stream);

@@ -154,9 +154,7 @@ int64_t fp8_gemv_compact_launches() {
 
 void fp8_gemv_compact(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, int R,
                       float* y, cudaStream_t s, const NormInput& norm) {
-  require(!norm.combine.y, "fp8_gemv_compact: takes no pending combine");
-  require(norm.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0,
-          "fp8_gemv_compact: x must be 16-byte aligned");
+  require(fp8_gemv_compact_takes(x, norm), "fp8_gemv_compact: a pending combine, or x not 16-byte aligned");
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
     if (R == 4) return launch<kM, 4>(w, scale, rows, cols, x, y, s, norm);

@@ -17,8 +17,14 @@ void set_fp8_gemv_compact(bool on);
 // Launches of the compact kernel so far (tests check that it ran).
 int64_t fp8_gemv_compact_launches();
 
-// y = fake_quantize(x or the norm) · dequant(W)ᵀ as fp8_gemv, with R rows per warp (rows_per_warp(cols)).
-// Takes no pending combine (norm.combine.y must be null).
+// Whether the compact kernel takes this call: no pending combine (norm.combine.y null), and x 16-byte aligned
+// when it is read as it is (no norm).
+inline bool fp8_gemv_compact_takes(const float* x, const NormInput& norm) {
+  return !norm.combine.y && (norm.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0);
+}
+
+// y = fake_quantize(x or the norm) · dequant(W)ᵀ as fp8_gemv, with R rows per warp (rows_per_warp(cols)), for
+// a call it takes (fp8_gemv_compact_takes).
 void fp8_gemv_compact(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, int R,
                       float* y, cudaStream_t s, const NormInput& norm);
 

@@ -141,7 +141,7 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
           "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
-  if (fp8_gemv_compact_on() && !n.combine.y && (n.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0))
+  if (fp8_gemv_compact_on() && fp8_gemv_compact_takes(x, n))
     return fp8_gemv_compact(w, scale, rows, cols, x, M, R, y, s, n);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
