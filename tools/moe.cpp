@@ -21,7 +21,9 @@ const Command kCommands[] = {
      "fused MoE GPU benchmark: [--shapes qwen3-30b-a3b,...] [--formats fp8_block,bf16] [--M 1,2,4,...] "
      "[--paths auto,gemv,stream,mma,decode,fused] "
      "[--json F]; the whole model: --random-shape NAME [--format F] | --model DIR [--tp N ...] "
-     "[--batches 1,8,64] [--context N] [--prefill N]"},
+     "[--batches 1,8,64] [--context N] [--prefill N]; what one kernel boundary costs: --boundaries [--chain "
+     "N] "
+     "[--blocks 32,132,264]"},
     {"gen-case", moe::cli::cmd_gen_case,
      "write a random case: --out FILE [--shape NAME] [--format bf16|fp8_block|mxfp4] [--M N] [--E] [--H] "
      "[--I] ..."},

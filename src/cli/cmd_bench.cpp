@@ -1,5 +1,6 @@
 // moe bench: the fused MoE benchmark (see src/cuda/bench.h) with named shapes and an M sweep.
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "cli/args.h"
@@ -7,6 +8,7 @@
 #include "cli/tp_flags.h"
 #include "core/error.h"
 #include "cuda/bench.h"
+#include "cuda/boundary_latency.h"
 #include "model/cuda_bench.h"
 
 namespace moe::cli {
@@ -20,14 +22,36 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// A comma-separated list of whole numbers in [lo, hi]; anything else names the option and the bad item.
+std::vector<int> int_list(const std::string& option, const std::string& s, long lo, long hi) {
+  std::vector<int> out;
+  for (const std::string& item : split(s)) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    require_input(*end == '\0' && v >= lo && v <= hi, "--", option, ": bad value '", item,
+                  "' (a whole number in [", lo, ", ", hi, "])");
+    out.push_back(static_cast<int>(v));
+  }
+  require_input(!out.empty(), "--", option, ": no values");
+  return out;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(
-      argc, argv,
-      with_tp_options({"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8", "model",
-                       "random-shape", "format", "layers", "batches", "context", "prefill", "reps"}),
-      {});
+  Args a(argc, argv,
+         with_tp_options({"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8",
+                          "model", "random-shape", "format", "layers", "batches", "context", "prefill",
+                          "reps", "chain", "blocks"}),
+         {"boundaries"});
+  // What one kernel-to-kernel dependency costs (cuda/boundary_latency.h), not a model or a layer.
+  if (a.flag("boundaries")) {
+    cuda::BoundaryBenchOptions b;
+    b.chain = static_cast<int>(a.integer("chain", b.chain));
+    b.reps = static_cast<int>(a.integer("reps", b.reps));
+    if (a.has("blocks")) b.blocks = int_list("blocks", a.str("blocks"), 1, 65535);
+    return cuda::run_boundary_bench(b);
+  }
   // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
   if (a.has("model") || a.has("random-shape")) {
     model::ModelBenchOptions m;
@@ -35,10 +59,7 @@ int cmd_bench(int argc, char** argv) {
     m.random_shape = a.str("random-shape", "");
     m.format = a.str("format", m.format);
     m.layers = static_cast<int>(a.integer("layers", 0));
-    if (a.has("batches")) {
-      m.batches.clear();
-      for (const std::string& b : split(a.str("batches"))) m.batches.push_back(std::stoi(b));
-    }
+    if (a.has("batches")) m.batches = int_list("batches", a.str("batches"), 1, 65536);
     m.context = static_cast<int>(a.integer("context", m.context));
     m.prefill_tokens = static_cast<int>(a.integer("prefill", m.prefill_tokens));
     m.reps = static_cast<int>(a.integer("reps", m.reps));
@@ -49,12 +70,7 @@ int cmd_bench(int argc, char** argv) {
   o.shapes = split(a.str("shapes", "qwen3-30b-a3b"));
   o.formats = split(a.str("formats", "fp8_block,bf16"));
   o.paths = split(a.str("paths", "auto"));
-  for (const std::string& m : split(a.str("M", "1,2,4,8,16,32,64,128,256,1024,4096"))) {
-    char* end = nullptr;
-    const long v = std::strtol(m.c_str(), &end, 10);
-    require_input(*end == '\0' && v >= 1 && v <= 65536, "--M: bad token count '", m, "'");
-    o.Ms.push_back(static_cast<int>(v));
-  }
+  o.Ms = int_list("M", a.str("M", "1,2,4,8,16,32,64,128,256,1024,4096"), 1, 65536);
   o.copies = static_cast<int>(a.integer("copies", 8));
   o.json_path = a.str("json", "");
   o.peak_tflops_bf16 = a.number("peak-bf16", 0);

@@ -9,7 +9,12 @@ std::unique_ptr<MoeBackend> make_cuda_backend() {
 }  // namespace moe
 
 #include "cuda/bench.h"
+#include "cuda/boundary_latency.h"
 namespace moe::cuda {
+int run_boundary_bench(const BoundaryBenchOptions&) {
+  fail_input(
+      "moe bench --boundaries: this build of moe has no CUDA backend (nvcc was not found at configure time)");
+}
 int run_moe_bench(const BenchOptions&) {
   fail_input("moe bench: this build of moe has no CUDA backend (nvcc was not found at configure time)");
 }

@@ -1,0 +1,240 @@
+// The boundary benchmark (boundary_latency.h). One chain: a seed kernel writes row 0 of `vals`; link k
+// (a kernel, or a phase of the persistent kernel) has every block sum all of row k and write its own entry of
+// row k + 1, so each link needs every block of the one before. A graph holds the poisoning of `vals`, the
+// zeroing of the counters (so no kernel reads a count it did not see written in the same replay), the seed
+// and the chain; the time per boundary is (graph with C links - graph with none) / C.
+#include "cuda/boundary_latency.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+#include "cuda/kernels/globaltimer.cuh"
+#include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/pdl_launch.h"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+enum class Wait { Stream, Pdl, Counter };
+
+struct Chain {
+  uint32_t* vals;     // [links + 1][stride]: row k is link k's input
+  uint32_t* arrived;  // [links + 1]: blocks that have written row k
+  int blocks, stride;
+};
+
+__host__ __device__ inline uint32_t link_output(uint32_t sum, uint32_t block, uint32_t link) {
+  return sum * 2654435761u + block + 7u * link;
+}
+
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Thread 0 publishes what it wrote before (a release), so an acquire that sees the count sees the row.
+__device__ __forceinline__ void arrive(uint32_t* counter) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
+}
+
+// Thread 0 waits until `target` blocks have arrived; the block barrier carries the acquire to the other
+// threads. Over two seconds means a producer could never run: trap rather than hang.
+__device__ void wait_count(const uint32_t* counter, uint32_t target) {
+  if (threadIdx.x == 0) {
+    const unsigned long long t0 = globaltimer();
+    for (int spin = 0; load_acquire(counter) < target; ++spin)
+      if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
+  }
+  __syncthreads();
+}
+
+// Warp 0 sums row `link` (L2 loads: the row was written by other SMs in this replay).
+__device__ uint32_t read_row(const Chain& c, int link) {
+  __shared__ uint32_t total;
+  if (threadIdx.x < 32) {
+    const uint32_t* row = c.vals + static_cast<size_t>(link) * c.stride;
+    uint32_t s = 0;
+    for (int b = threadIdx.x; b < c.blocks; b += 32) s += __ldcg(row + b);
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(~0u, s, o);
+    if (threadIdx.x == 0) total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+__device__ void write_row(const Chain& c, int link, uint32_t sum) {
+  c.vals[static_cast<size_t>(link + 1) * c.stride + blockIdx.x] = link_output(sum, blockIdx.x, link);
+}
+
+__global__ void seed_kernel(Chain c) {
+  if (threadIdx.x == 0) {
+    c.vals[blockIdx.x] = blockIdx.x + 1;
+    arrive(c.arrived);
+  }
+}
+
+// Every link triggers its successor at once (as the model's kernels do), then waits its way.
+template <Wait kWait>
+__global__ void __launch_bounds__(kThreads) link_kernel(Chain c, int link) {
+  if constexpr (kWait != Wait::Stream) pdl_trigger();
+  if constexpr (kWait == Wait::Pdl) pdl_wait();
+  if constexpr (kWait == Wait::Counter) wait_count(c.arrived + link, c.blocks);
+  const uint32_t sum = read_row(c, link);
+  if (threadIdx.x == 0) {
+    write_row(c, link, sum);
+    if constexpr (kWait == Wait::Counter) arrive(c.arrived + link + 1);
+  }
+}
+
+// The whole chain in one launch; needs every block resident at once (checked by the host).
+__global__ void __launch_bounds__(kThreads) persistent_kernel(Chain c, int links) {
+  for (int link = 0; link < links; ++link) {
+    wait_count(c.arrived + link, c.blocks);
+    const uint32_t sum = read_row(c, link);
+    if (threadIdx.x == 0) {
+      write_row(c, link, sum);
+      arrive(c.arrived + link + 1);
+    }
+  }
+}
+
+enum class Mode { Stream, Pdl, Counter, Persistent };
+constexpr Mode kModes[] = {Mode::Stream, Mode::Pdl, Mode::Counter, Mode::Persistent};
+constexpr const char* kModeNames[] = {"stream", "pdl", "counter", "persistent"};
+
+// The buffers' sizes, the same for every graph, so a chain's time and its empty chain's differ by links only.
+struct Sizes {
+  size_t vals_bytes, arrived_bytes;
+};
+
+void enqueue_chain(Mode mode, const Chain& c, int links, Sizes z, cudaStream_t s) {
+  MOE_CUDA_CHECK(cudaMemsetAsync(c.vals, 0xff, z.vals_bytes, s));
+  MOE_CUDA_CHECK(cudaMemsetAsync(c.arrived, 0, z.arrived_bytes, s));
+  seed_kernel<<<c.blocks, 32, 0, s>>>(c);
+  MOE_CUDA_CHECK_LAUNCH();
+  if (mode == Mode::Persistent) {
+    persistent_kernel<<<c.blocks, kThreads, 0, s>>>(c, links);
+    MOE_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  for (int link = 0; link < links; ++link) {
+    if (mode == Mode::Stream) {
+      link_kernel<Wait::Stream><<<c.blocks, kThreads, 0, s>>>(c, link);
+      MOE_CUDA_CHECK_LAUNCH();
+    } else if (mode == Mode::Pdl) {
+      launch_overlapped(link_kernel<Wait::Pdl>, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
+    } else {
+      launch_overlapped(link_kernel<Wait::Counter>, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
+    }
+  }
+}
+
+// Median microseconds of one replay of the graph of `links` links.
+double time_chain(Mode mode, const Chain& c, int links, Sizes z, int reps, cudaStream_t s) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOE_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  enqueue_chain(mode, c, links, z, s);
+  MOE_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  MOE_CUDA_CHECK(cudaEventCreate(&e0));
+  MOE_CUDA_CHECK(cudaEventCreate(&e1));
+  for (int w = 0; w < 3; ++w) MOE_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    MOE_CUDA_CHECK(cudaEventRecord(e0, s));
+    MOE_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    MOE_CUDA_CHECK(cudaEventRecord(e1, s));
+    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    us.push_back(ms * 1e3);
+  }
+  MOE_CUDA_CHECK(cudaEventDestroy(e0));
+  MOE_CUDA_CHECK(cudaEventDestroy(e1));
+  MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+// Row `links` as the host computes it.
+std::vector<uint32_t> expected_last_row(int blocks, int links) {
+  std::vector<uint32_t> row(blocks);
+  for (int b = 0; b < blocks; ++b) row[b] = b + 1;
+  for (int link = 0; link < links; ++link) {
+    uint32_t sum = 0;
+    for (uint32_t v : row) sum += v;
+    for (int b = 0; b < blocks; ++b) row[b] = link_output(sum, b, link);
+  }
+  return row;
+}
+
+bool last_row_matches(const Chain& c, int links) {
+  std::vector<uint32_t> got(c.blocks);
+  MOE_CUDA_CHECK(cudaMemcpy(got.data(), c.vals + static_cast<size_t>(links) * c.stride,
+                            sizeof(uint32_t) * c.blocks, cudaMemcpyDeviceToHost));
+  return got == expected_last_row(c.blocks, links);
+}
+
+int resident_blocks() {
+  int per_sm = 0;
+  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_kernel, kThreads, 0));
+  return per_sm * sm_count();
+}
+
+}  // namespace
+
+int run_boundary_bench(const BoundaryBenchOptions& o) {
+  require_input(device_count() > 0, "moe bench --boundaries: no CUDA device");
+  require_input(o.chain >= 1 && o.reps >= 1, "moe bench --boundaries: chain and reps must be positive");
+  cudaDeviceProp prop{};
+  MOE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int stride = *std::max_element(o.blocks.begin(), o.blocks.end());
+  const Sizes z{sizeof(uint32_t) * static_cast<size_t>(o.chain + 1) * stride,
+                sizeof(uint32_t) * (o.chain + 1)};
+  DeviceBuffer vals(z.vals_bytes), arrived(z.arrived_bytes);
+  cudaStream_t s;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::printf(
+      "# boundaries: %s, %d SMs; chains of %d dependent links, each block reading every block of the "
+      "link before; us per boundary, median of %d graph replays\n",
+      prop.name, prop.multiProcessorCount, o.chain, o.reps);
+  std::printf("%8s", "blocks");
+  for (const char* name : kModeNames) std::printf(" %11s", name);
+  std::printf("\n");
+  int failures = 0;
+  for (int blocks : o.blocks) {
+    require_input(blocks >= 1 && blocks <= 65535, "moe bench --boundaries: bad block count ", blocks);
+    const Chain c{vals.as<uint32_t>(), arrived.as<uint32_t>(), blocks, stride};
+    std::printf("%8d", blocks);
+    for (int m = 0; m < 4; ++m) {
+      const Mode mode = kModes[m];
+      if (mode == Mode::Persistent && blocks > resident_blocks()) {
+        std::printf(" %11s", "n/a");
+        continue;
+      }
+      const double base = time_chain(mode, c, 0, z, o.reps, s);
+      const double full = time_chain(mode, c, o.chain, z, o.reps, s);
+      MOE_CUDA_CHECK(cudaStreamSynchronize(s));
+      const bool ok = last_row_matches(c, o.chain);
+      failures += !ok;
+      std::printf(" %10.3f%s", (full - base) / o.chain, ok ? " " : "!");
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+  }
+  MOE_CUDA_CHECK(cudaStreamDestroy(s));
+  if (failures) std::printf("FAIL: %d chain(s) ended with the wrong values (marked !)\n", failures);
+  return failures ? 1 : 0;
+}
+
+}  // namespace moe::cuda
