@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/event_timing.h"
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/moe_layer.h"
@@ -41,11 +42,6 @@ const BenchShape& find_shape(const std::string& name) {
   for (const auto& s : kBenchShapes)
     if (name == s.name) return s;
   fail_input("moe bench: unknown shape '", name, "'");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 GemmPath parse_path(const std::string& p) {
@@ -139,24 +135,10 @@ int run_moe_bench(const BenchOptions& o) {
                       out.as<uint16_t>(), stream, path);
           MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
           MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          cudaEvent_t e0, e1;
-          MOE_CUDA_CHECK(cudaEventCreate(&e0));
-          MOE_CUDA_CHECK(cudaEventCreate(&e1));
           MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-          std::vector<double> per_call;
-          const int reps = M <= 256 ? 30 : 5;
-          for (int r = 0; r < reps; ++r) {
-            MOE_CUDA_CHECK(cudaEventRecord(e0, stream));
-            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-            MOE_CUDA_CHECK(cudaEventRecord(e1, stream));
-            MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            per_call.push_back(ms * 1e3 / calls);
-          }
-          MOE_CUDA_CHECK(cudaGetLastError());
-          cudaEventDestroy(e0);
-          cudaEventDestroy(e1);
+          std::vector<double> per_call =
+              time_each_ms(stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+          for (double& t : per_call) t *= 1e3 / calls;
           cudaGraphExecDestroy(exec);
           cudaGraphDestroy(graph);
 

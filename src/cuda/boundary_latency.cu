@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
+#include "cuda/event_timing.h"
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
@@ -144,26 +145,11 @@ double time_chain(Mode mode, const Chain& c, int links, Sizes z, int reps, cudaS
   enqueue_chain(mode, c, links, z, s);
   MOE_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
   MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  MOE_CUDA_CHECK(cudaEventCreate(&e0));
-  MOE_CUDA_CHECK(cudaEventCreate(&e1));
   for (int w = 0; w < 3; ++w) MOE_CUDA_CHECK(cudaGraphLaunch(exec, s));
-  std::vector<double> us;
-  for (int r = 0; r < reps; ++r) {
-    MOE_CUDA_CHECK(cudaEventRecord(e0, s));
-    MOE_CUDA_CHECK(cudaGraphLaunch(exec, s));
-    MOE_CUDA_CHECK(cudaEventRecord(e1, s));
-    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    us.push_back(ms * 1e3);
-  }
-  MOE_CUDA_CHECK(cudaEventDestroy(e0));
-  MOE_CUDA_CHECK(cudaEventDestroy(e1));
+  const double ms = median(time_each_ms(s, reps, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, s)); }));
   MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
   MOE_CUDA_CHECK(cudaGraphDestroy(graph));
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return ms * 1e3;
 }
 
 // Row `links` as the host computes it.

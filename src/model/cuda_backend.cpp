@@ -14,6 +14,7 @@
 #include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/event_timing.h"
 #include "cuda/random_fill.h"
 #include "model/cuda/cuda_model_backend.h"
 #include "model/cuda/fp8_gemv_compact.h"
@@ -460,25 +461,9 @@ double CudaModelBackend::time_step_ms(const std::vector<StepSequence>& batch, in
   upload(p);
   launch_step(p);  // warm-up (and the graph's capture)
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  cudaEvent_t e0, e1;
-  MOE_CUDA_CHECK(cudaEventCreate(&e0));
-  MOE_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    MOE_CUDA_CHECK(cudaEventRecord(e0, stream_));
-    launch_step(p);
-    MOE_CUDA_CHECK(cudaEventRecord(e1, stream_));
-    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float t = 0;
-    MOE_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
-  MOE_CUDA_CHECK(cudaEventDestroy(e0));
-  MOE_CUDA_CHECK(cudaEventDestroy(e1));
-  MOE_CUDA_CHECK(cudaGetLastError());
+  const std::vector<double> ms = cuda::time_each_ms(stream_, reps, [&] { launch_step(p); });
   if (stamps_) std::printf("%s", stamps_->report().c_str());
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return cuda::median(ms);
 }
 
 int CudaModelBackend::last_step_unique_experts() {
