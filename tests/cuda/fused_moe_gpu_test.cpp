@@ -15,6 +15,7 @@
 #include "core/codecs.h"
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
+#include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -403,12 +404,27 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
       EXPECT_EQ(non_finite, 0) << format_name(f) << " M=" << M;
       EXPECT_EQ(0, std::memcmp(after.data(), beside.data(), after.size() * 4))
           << format_name(f) << " M=" << M << ": beside the routed experts, other bits";
-      // Both launches' row tiles per block sized for one wave together (swap_ab_joint_wave; M <= 8).
+      // Both launches' row tiles per block sized for one wave together (swap_ab_joint_wave; M <= 8). At M=8
+      // the routed experts' 64 groups x 8 row tiles per stage exceed one wave of an H100 or H200 (132 SMs x
+      // 2 blocks), so sized together the shared expert's launch takes fewer blocks: the switch took effect.
+      cuda::set_swap_ab_joint_wave(false);
+      const long long apart_from = cuda::swap_ab_blocks_launched();
+      (void)run_gpu(layer, ws, x, logits, M, H, stream);
+      const long long apart_blocks = cuda::swap_ab_blocks_launched() - apart_from;
       cuda::set_swap_ab_joint_wave(true);
+      const long long joint_from = cuda::swap_ab_blocks_launched();
       const std::vector<float> joint = run_gpu(layer, ws, x, logits, M, H, stream);
+      const long long joint_blocks = cuda::swap_ab_blocks_launched() - joint_from;
       cuda::set_swap_ab_joint_wave(joint_wave_default);
+      std::printf("[joint wave %s] M=%d: swap-AB blocks %lld apart, %lld together\n",
+                  std::string(format_name(f)).c_str(), M, apart_blocks, joint_blocks);
       EXPECT_EQ(0, std::memcmp(after.data(), joint.data(), after.size() * 4))
           << format_name(f) << " M=" << M << ": one wave with the routed experts, other bits";
+      EXPECT_LE(joint_blocks, apart_blocks) << format_name(f) << " M=" << M;
+      if (M == 8 && 2L * cuda::sm_count() < 64L * 8) {
+        EXPECT_LT(joint_blocks, apart_blocks)
+            << format_name(f) << " M=8: the joint sizing did not take effect";
+      }
       // The same call captured into a graph and replayed.
       cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
       ws.poison(stream);

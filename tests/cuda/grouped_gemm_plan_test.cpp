@@ -90,25 +90,33 @@ TEST(SwapAbJointWave, SharedAndRoutedBlocksFitOneWave) {
                       blocks(1, tiles, swap_ab_tiles_per_block(1, tiles, kSlots));
     EXPECT_GT(apart, kSlots) << "sized apart, DeepSeek-V3's stage 2 at M=1 should exceed one wave";
   }
+  // Each launch sized for the routed groups and the shared expert's one group together: the row tiles per
+  // block and the blocks of both launches, worked by hand (tiles per block = ceil((groups + 1) x tiles /
+  // 264)). Qwen3-Next's stage 2 at M=8 is the one over a wave: 81 groups of 32 tiles, 10 per block, round up
+  // to 4 blocks a group.
   struct Stage {
     const char* name;
     int routed_groups, tiles;
+    int want_tiles_per_block, want_blocks;
   };
   // Stage 1: 16 h columns per tile for DeepSeek-V3 (8 K groups: 56 K steps), 32 for Qwen3-Next; stage 2: 64
   // output rows per tile.
   for (const Stage& st :
-       {Stage{"deepseek-v3 s1 M=1", 8, 2048 / 16}, Stage{"deepseek-v3 s2 M=1", 8, 7168 / 64},
-        Stage{"deepseek-v3 s1 M=4", 32, 2048 / 16}, Stage{"deepseek-v3 s2 M=8", 64, 7168 / 64},
-        Stage{"qwen3-next s1 M=1", 10, 512 / 32}, Stage{"qwen3-next s2 M=1", 10, 2048 / 64},
-        Stage{"qwen3-next s2 M=8", 80, 2048 / 64}}) {
+       {Stage{"deepseek-v3 s1 M=1", 8, 2048 / 16, 5, 234}, Stage{"deepseek-v3 s2 M=1", 8, 7168 / 64, 4, 252},
+        Stage{"deepseek-v3 s1 M=4", 32, 2048 / 16, 16, 264},
+        Stage{"deepseek-v3 s2 M=8", 64, 7168 / 64, 28, 260}, Stage{"qwen3-next s1 M=1", 10, 512 / 32, 1, 176},
+        Stage{"qwen3-next s2 M=1", 10, 2048 / 64, 2, 176},
+        Stage{"qwen3-next s2 M=8", 80, 2048 / 64, 10, 324}}) {
     SCOPED_TRACE(st.name);
     const int routed_tpb = swap_ab_tiles_per_block(st.routed_groups + 1, st.tiles, kSlots);
     const int shared_tpb = swap_ab_tiles_per_block(1 + st.routed_groups, st.tiles, kSlots);
     const int total = blocks(st.routed_groups, st.tiles, routed_tpb) + blocks(1, st.tiles, shared_tpb);
-    EXPECT_GE(routed_tpb, 1);
-    EXPECT_LE(routed_tpb, st.tiles);
-    EXPECT_LE(total, kSlots + st.routed_groups + 1)
-        << "more than one wave (up to a block per group of rounding)";
+    EXPECT_EQ(routed_tpb, st.want_tiles_per_block);
+    EXPECT_EQ(shared_tpb, st.want_tiles_per_block);
+    EXPECT_EQ(total, st.want_blocks);
+    // Every tile is covered, by no more blocks than it takes.
+    EXPECT_GE(static_cast<long>(routed_tpb) * ((st.tiles + routed_tpb - 1) / routed_tpb), st.tiles);
+    EXPECT_LT(static_cast<long>(routed_tpb) * ((st.tiles + routed_tpb - 1) / routed_tpb - 1), st.tiles);
     if (static_cast<long>(st.routed_groups + 1) * st.tiles <= 8 * kSlots) {
       EXPECT_LE(total, kSlots) << "a call this size fits one wave";
     }

@@ -17,6 +17,7 @@
 #include "cuda/kernels/expert_swap_ab.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
@@ -558,6 +559,8 @@ int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
   return swap_ab_tiles_per_block(groups, tiles, static_cast<long>(sm_count()) * blocks_per_sm);
 }
 
+std::atomic<long long> blocks_launched{0};
+
 // beside_groups: groups of another launch sharing the wave (SwapAbInputs::beside_groups).
 template <bool kFp8, int kStage, int kNT, int kKGroups>
 void launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t stream) {
@@ -576,6 +579,7 @@ void launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, k);
+  blocks_launched += static_cast<long long>(grid.x) * grid.y * grid.z;
 }
 
 // Whether stage 1 stages a call of M tokens by token (see the kernel): bf16 routed experts (more than one
@@ -648,6 +652,10 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }
 
 }  // namespace
+
+long long swap_ab_blocks_launched() {
+  return blocks_launched.load();
+}
 
 int swap_ab_tiles_per_block(int groups, int tiles, long block_slots) {
   const long per = (static_cast<long>(groups) * tiles + block_slots - 1) / block_slots;

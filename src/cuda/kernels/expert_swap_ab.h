@@ -49,6 +49,10 @@ bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int rout
 // launch with beside_groups counts them into `groups`. Host arithmetic, tested without a GPU.
 int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 
+// Blocks the swap-AB stages have launched in this process (both stages, every launch): the tests' view of
+// how the launches were sized (the joint wave changes only the block counts, never a bit).
+long long swap_ab_blocks_launched();
+
 void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
 void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
 
