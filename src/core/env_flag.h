@@ -31,4 +31,31 @@ class EnvSwitch {
   int state_ = -1;  // -1: not read yet
 };
 
+// A small count with a default that the environment overrides (read at the first get(); values outside
+// [lo, hi] are clamped into it). Code may set it (tests that compare settings).
+class EnvCount {
+ public:
+  EnvCount(const char* name, int default_value, int lo, int hi)
+      : name_(name), default_(default_value), lo_(lo), hi_(hi) {}
+  int get() {
+    if (!read_) {
+      const char* v = std::getenv(name_);
+      value_ = clamp(v ? std::atoi(v) : default_);
+      read_ = true;
+    }
+    return value_;
+  }
+  void set(int v) {
+    value_ = clamp(v);
+    read_ = true;
+  }
+
+ private:
+  int clamp(int v) const { return v < lo_ ? lo_ : v > hi_ ? hi_ : v; }
+  const char* name_;
+  int default_, lo_, hi_;
+  int value_ = 0;
+  bool read_ = false;
+};
+
 }  // namespace moe

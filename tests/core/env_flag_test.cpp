@@ -1,5 +1,6 @@
-// The environment switches: env_flag (set and non-zero means on) and EnvSwitch (a default, NAME=0 turns it
-// off and any other value on, read once, set() overrides).
+// The environment switches: env_flag (set and non-zero means on), EnvSwitch (a default, NAME=0 turns it
+// off and any other value on, read once, set() overrides) and EnvCount (a default, the environment's integer
+// clamped into its range, read once, set() overrides and is clamped too).
 #include "core/env_flag.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,28 @@ TEST(EnvSwitch, DefaultOffAnyNonZeroValueTurnsOn) {
   off.set(true);
   EXPECT_TRUE(off.get());
   ::unsetenv("MOE_TEST_SWITCH");
+}
+
+TEST(EnvCount, DefaultEnvironmentClampedReadOnceSetOverrides) {
+  ::unsetenv("MOE_TEST_COUNT");
+  EnvCount unset("MOE_TEST_COUNT", 2, 0, 3);
+  EXPECT_EQ(unset.get(), 2);
+  ::setenv("MOE_TEST_COUNT", "1", 1);
+  EnvCount one("MOE_TEST_COUNT", 2, 0, 3);
+  EXPECT_EQ(one.get(), 1);
+  ::setenv("MOE_TEST_COUNT", "3", 1);
+  EXPECT_EQ(one.get(), 1) << "read once, at the first get()";
+  ::setenv("MOE_TEST_COUNT", "9", 1);
+  EnvCount high("MOE_TEST_COUNT", 2, 0, 3);
+  EXPECT_EQ(high.get(), 3);
+  ::setenv("MOE_TEST_COUNT", "-4", 1);
+  EnvCount low("MOE_TEST_COUNT", 2, 0, 3);
+  EXPECT_EQ(low.get(), 0);
+  low.set(2);
+  EXPECT_EQ(low.get(), 2);
+  low.set(7);
+  EXPECT_EQ(low.get(), 3);
+  ::unsetenv("MOE_TEST_COUNT");
 }
 
 }  // namespace

@@ -452,6 +452,43 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
+// the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
+// steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token
+// counts that take the one-column-tile kernels; and none of its requests faults.
+TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int ahead_default = cuda::swap_ab_l2_ahead();
+  for (const NamedShape& shape : {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
+                                  NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}}) {
+    for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+      constexpr int kM = 8;
+      GpuLayerCase k(spec_for(shape, f, kM), kM);
+      const int H = static_cast<int>(shape.H);
+      for (const int M : {1, 2, 5, 8}) {
+        cuda::set_swap_ab_l2_ahead(0);
+        const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+        const auto non_finite =
+            std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
+        EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
+        for (const int ahead : {1, 2, 3}) {
+          cuda::set_swap_ab_l2_ahead(ahead);
+          const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
+              << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
+              << " steps ahead changed the bits";
+        }
+        std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
+                    std::string(format_name(f)).c_str(), M);
+      }
+    }
+  }
+  cuda::set_swap_ab_l2_ahead(ahead_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 // Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale
 // blocks straddle ranks) and 16, summed as an all-reduce would, against the unsharded CPU reference. FP8
 // activation groups that cross a rank boundary are quantised per rank, so fp8 is compared within that

@@ -22,6 +22,7 @@
 #include <cstdlib>
 
 #include "core/codecs.h"
+#include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
@@ -93,6 +94,7 @@ struct SwapAbArgs {
   RouterParams router;
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
+  int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
 };
 
 // Compiled in only by a measuring build (scripts/build-measuring MOE_SWAP_AB_TIMELINE): the checks and
@@ -103,6 +105,11 @@ __device__ __forceinline__ void stamp([[maybe_unused]] const SwapAbArgs& a, [[ma
   if (a.timeline && static_cast<int>(threadIdx.x) == thread && linear_block() < kSwTimelineBlocks)
     a.timeline[linear_block() * kSwEvents + ev] = globaltimer();
 #endif
+}
+
+// Asks L2 for the 128-byte line at p (no register, no wait): a later load of it then takes an L2 hit.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 // One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
@@ -325,6 +332,44 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   // ~170 registers, one block per SM.
   Step<kFp8> ahead;
   if (known) load_step(ahead, tile_begin, wk);
+
+  // With a.l2_ahead = D > 0, the warp also asks L2 for the step D places past the one in `ahead`, in the
+  // order the warp walks them (its K steps of a tile, then the next tile's), one of its 32 rows per lane:
+  // up to D more steps in flight, without registers (the stream looked bound by its loads in flight:
+  // DeepSeek-V3 M=1 at ~2.5 TB/s). The same bytes are loaded later as before; no dot product changes.
+  const auto step_after = [&](int& tile, int& b) {
+    b += kKGroups;
+    if (b >= geo.steps) {
+      b = wk;
+      ++tile;
+    }
+  };
+  const auto prefetch_step = [&](int tile, int b) {
+    if (tile >= tile_end || b >= geo.steps) return;
+    const int out0 = warp_out0(tile), i = lane / 16, r = lane % 16;
+    bool row_ok;
+    const uint8_t* row;
+    if (kStage == 1) {
+      row_ok = out0 + r < P;
+      row = a.w.w13 + (static_cast<size_t>(expert) * 2 * P + i * P + out0 + r) * kbytes;
+    } else {
+      row_ok = out0 + 16 * i + r < H;
+      row = a.w.w2 + (static_cast<size_t>(expert) * H + out0 + 16 * i + r) * kbytes;
+    }
+    const int off = max(0, b * kStepBytes - phase_bytes);
+    if (row_ok && off < kbytes) prefetch_l2(row + off);
+  };
+  // The first D steps past the loaded one, requested now (before stage 2's wait, with its first weights).
+  // Only the one-column-tile kernels (passes of up to 8 tokens: the decode calls) have the registers: in
+  // the 16- and 32-token ones it spilled (ptxas).
+  constexpr bool kL2Ahead = kNT == 1;
+  if (kL2Ahead && known && a.l2_ahead > 0) {
+    int pt = tile_begin, pb = wk;
+    for (int d = 0; d < a.l2_ahead; ++d) {
+      step_after(pt, pb);
+      prefetch_step(pt, pb);
+    }
+  }
   // Stage 2 also reads its first pass's pairs before the wait (the grouping was complete before stage 1
   // started, unless stage 1 wrote it: self-routed), so after the wait h's rows are requested at once, in the
   // same round trip as the grouping's check; a changed grouping (never seen: each call's stage 1 triggers
@@ -449,6 +494,12 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
               acc[i][n][3] = fmaf(part[i][n][3], cur.s[i] * s1, acc[i][n][3]);
             }
           }
+        }
+        // The step D places past the one just loaded into `ahead` (after the MMAs, when `cur` is dead).
+        if (kL2Ahead && a.l2_ahead > 0) {
+          int pt = tile, pb = b;
+          for (int d = 0; d <= a.l2_ahead; ++d) step_after(pt, pb);
+          prefetch_step(pt, pb);
         }
       }
       if (tile == tile_begin && p0 == first) stamp(a, kSwFirstStep);
@@ -600,6 +651,7 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   k.h = a.h;
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
+  k.l2_ahead = swap_ab_l2_ahead();
   // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
   // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
   const bool one_expert = a.max_groups == 1;
@@ -652,6 +704,18 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
 }
 
 }  // namespace
+
+namespace {
+EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
+}  // namespace
+
+int swap_ab_l2_ahead() {
+  return l2_ahead_setting.get();
+}
+
+void set_swap_ab_l2_ahead(int steps) {
+  l2_ahead_setting.set(steps);
+}
 
 long long swap_ab_blocks_launched() {
   return blocks_launched.load();

@@ -49,6 +49,13 @@ bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int rout
 // launch with beside_groups counts them into `groups`. Host arithmetic, tested without a GPU.
 int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 
+// Steps (128 bytes of each weight row a warp streams) that each warp asks L2 for beyond the one it loads into
+// registers ahead of its MMAs, so more of the weight stream is in flight than one step of registers holds
+// (0: off). MOE_SWAP_AB_L2_AHEAD=N (0-3; session 18, written without a GPU: off until measured);
+// set_swap_ab_l2_ahead overrides it. Never changes a dot product.
+int swap_ab_l2_ahead();
+void set_swap_ab_l2_ahead(int steps);
+
 // Blocks the swap-AB stages have launched in this process (both stages, every launch): the tests' view of
 // how the launches were sized (the joint wave changes only the block counts, never a bit).
 long long swap_ab_blocks_launched();
