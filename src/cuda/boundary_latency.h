@@ -1,7 +1,7 @@
 #pragma once
 // `moe bench --boundaries`: what one dependency between two kernels costs on this GPU, measured four ways on
 // a chain of tiny kernels whose every block reads every block's output of the kernel before it (the shape of
-// a decode step: each launch needs all of its predecessor). Timed sessions 4-11 put ~1.3-1.5 us of each
+// a decode step: each launch needs all of its predecessor). Sessions 4-11 put ~1.3-1.5 us of each
 // decode-layer boundary between a kernel's last block ending and its successor's wait returning, eight per
 // layer; this says how much of that another way of waiting (a counter in global memory) or one persistent
 // kernel (a grid barrier per phase) would give back, before either is built into the model.
@@ -17,9 +17,10 @@ struct BoundaryBenchOptions {
 };
 
 // Prints one row per block count: microseconds per boundary for plain stream order, programmatic dependent
-// launch (griddepcontrol.wait), PDL with a release/acquire counter instead of the wait, and one persistent
-// kernel with a grid barrier per phase. Each chain's last outputs are checked against the host's arithmetic;
-// a mismatch fails (a wait that let a reader through early). Returns the process exit status.
+// launch (griddepcontrol.wait), PDL with a release/acquire counter instead of the wait (polled flat out, and
+// with a back-off), and one persistent kernel with a grid barrier per phase. Every block checks the sum it
+// read against the host's arithmetic (the rows are poisoned in every replay); a mismatch (a wait that let a
+// reader through early) fails. Returns the process exit status.
 int run_boundary_bench(const BoundaryBenchOptions& opts);
 
 }  // namespace moe::cuda

@@ -455,7 +455,8 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
 // The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
 // the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
 // steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token
-// counts that take the one-column-tile kernels; and none of its requests faults.
+// counts that take the one-column-tile kernels; and none of its requests faults. (Which steps it asks for,
+// and when, is checked on the CPU: grouped_gemm_plan_test's SwapAbL2Ahead.)
 TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
@@ -475,7 +476,10 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
         EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
         for (const int ahead : {1, 2, 3}) {
           cuda::set_swap_ab_l2_ahead(ahead);
+          const long long blocks_before = cuda::swap_ab_blocks_launched();
           const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
+              << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
           EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
               << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
               << " steps ahead changed the bits";

@@ -1,12 +1,16 @@
 // The grouped GEMM's host-side plan (no GPU): the stage-1 column blocks that one block takes per 128-wide
 // group of h when the wgmma kernel quantises h (they must partition the blocks and hold exactly the group's
-// outputs, at every TP phase it takes), and the swapped kernel's pair tile by the mean pairs per expert.
+// outputs, at every TP phase it takes), the swapped kernel's pair tile by the mean pairs per expert, the
+// swap-AB launches' row tiles per block, and the order of the swap-AB warps' L2 requests ahead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_swap_ab.h"
+#include "cuda/kernels/swap_ab_walk.h"
 
 namespace moe::cuda {
 namespace {
@@ -121,6 +125,57 @@ TEST(SwapAbJointWave, SharedAndRoutedBlocksFitOneWave) {
       EXPECT_LE(total, kSlots) << "a call this size fits one wave";
     }
   }
+}
+
+// The swap-AB warp's L2 requests ahead (MOE_SWAP_AB_L2_AHEAD=D), walked as the kernel walks them: its first
+// step loaded, then D requests (start_walk), then per loaded step (tile, b) the next step loaded and the one
+// D + 1 past (tile, b) requested. Every step the warp loads after its first was requested D loads before
+// (right after load n - D), every request is of a step it then loads (or past its tiles, where the kernel
+// asks nothing), and no step is requested twice: for K lengths of 1 to 60 steps, 4 and 8 K groups, every
+// warp, one to three row tiles, and D = 1, 2, 3.
+TEST(SwapAbL2Ahead, EveryLoadedStepWasRequestedDLoadsBefore) {
+  struct Event {
+    bool load;
+    WeightStep at;
+  };
+  for (const int steps : {1, 2, 3, 6, 7, 16, 24, 56, 60})
+    for (const int k_groups : {4, 8})
+      for (int wk = 0; wk < k_groups; ++wk)
+        for (const int tiles : {1, 2, 3})
+          for (const int D : {1, 2, 3}) {
+            SCOPED_TRACE(testing::Message() << "steps " << steps << " K groups " << k_groups << " warp " << wk
+                                            << " tiles " << tiles << " D " << D);
+            const int tile_begin = 5, tile_end = tile_begin + tiles;
+            const auto live = [&](WeightStep s) { return s.tile < tile_end && s.b < steps; };
+            std::vector<Event> events;
+            const auto request = [&](WeightStep s) {
+              if (live(s)) events.push_back({false, s});
+            };
+            events.push_back({true, {tile_begin, wk}});
+            WeightStep at{tile_begin, wk};
+            for (int d = 0; d < D; ++d) request(at = next_weight_step(at, k_groups, steps, wk));
+            for (int tile = tile_begin; tile < tile_end; ++tile)
+              for (int b = wk; b < steps; b += k_groups) {
+                events.push_back({true, next_weight_step({tile, b}, k_groups, steps, wk)});
+                request(l2_request_in_loop({tile, b}, D, k_groups, steps, wk));
+              }
+            std::vector<WeightStep> loads;
+            std::vector<std::pair<WeightStep, int>> requests;  // step, loads before it
+            for (const Event& e : events) {
+              if (e.load && live(e.at)) loads.push_back(e.at);
+              if (!e.load) requests.push_back({e.at, static_cast<int>(loads.size())});
+            }
+            const auto same = [](WeightStep x, WeightStep y) { return x.tile == y.tile && x.b == y.b; };
+            ASSERT_EQ(static_cast<int>(loads.size()),
+                      wk < steps ? tiles * ((steps - wk + k_groups - 1) / k_groups) : 0);
+            ASSERT_EQ(requests.size(), loads.empty() ? 0u : loads.size() - 1);
+            for (size_t n = 1; n < loads.size(); ++n) {
+              const auto& [step, loads_before] = requests[n - 1];
+              EXPECT_TRUE(same(step, loads[n])) << "load " << n;
+              // Asked right after load n - D (the first D right after the first load): D loads before it.
+              EXPECT_EQ(loads_before, std::max<int>(1, static_cast<int>(n) - D + 1)) << "load " << n;
+            }
+          }
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/swap_ab_timeline.h"
+#include "cuda/kernels/swap_ab_walk.h"
 #include "cuda/kernels/weight_decode.cuh"
 
 MOE_KERNEL_TIMELINE_TU(expert_swap_ab)
@@ -107,9 +108,13 @@ __device__ __forceinline__ void stamp([[maybe_unused]] const SwapAbArgs& a, [[ma
 #endif
 }
 
-// Asks L2 for the 128-byte line at p (no register, no wait): a later load of it then takes an L2 hit.
+// Asks L2 for the cache line holding p (PTX: "brings the cache line containing the specified address"; no
+// register, no wait): a later load of it then takes an L2 hit.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+__device__ __forceinline__ uintptr_t l2_line(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) / kL2LineBytes;
 }
 
 // One K step of a warp's weights: [tile][span][half: rows gid, gid + 8], and each tile's block scale.
@@ -331,22 +336,17 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   // per SM, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) fits in one wave; two steps took
   // ~170 registers, one block per SM.
   Step<kFp8> ahead;
-  if (known) load_step(ahead, tile_begin, wk);
 
   // With a.l2_ahead = D > 0, the warp also asks L2 for the step D places past the one in `ahead`, in the
-  // order the warp walks them (its K steps of a tile, then the next tile's), one of its 32 rows per lane:
-  // up to D more steps in flight, without registers (the stream looked bound by its loads in flight:
-  // DeepSeek-V3 M=1 at ~2.5 TB/s). The same bytes are loaded later as before; no dot product changes.
-  const auto step_after = [&](int& tile, int& b) {
-    b += kKGroups;
-    if (b >= geo.steps) {
-      b = wk;
-      ++tile;
-    }
-  };
-  const auto prefetch_step = [&](int tile, int b) {
-    if (tile >= tile_end || b >= geo.steps) return;
-    const int out0 = warp_out0(tile), i = lane / 16, r = lane % 16;
+  // order the warp walks them (swap_ab_walk.h), one of its 32 rows per lane, the line(s) holding the row's
+  // 128 bytes of the step: up to D more steps in flight, without registers (the stream looked bound by its
+  // loads in flight: DeepSeek-V3 M=1 at ~2.5 TB/s). The same bytes are loaded later as before; no dot product
+  // changes. Only the one-column-tile kernels (passes of up to 8 tokens: the decode calls) have the
+  // registers: in the 16- and 32-token ones it spilled (ptxas).
+  constexpr bool kL2Ahead = kNT == 1;
+  const auto prefetch_step = [&](WeightStep at) {
+    if (at.tile >= tile_end || at.b >= geo.steps) return;
+    const int out0 = warp_out0(at.tile), i = lane / 16, r = lane % 16;
     bool row_ok;
     const uint8_t* row;
     if (kStage == 1) {
@@ -356,20 +356,29 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       row_ok = out0 + 16 * i + r < H;
       row = a.w.w2 + (static_cast<size_t>(expert) * H + out0 + 16 * i + r) * kbytes;
     }
-    const int off = max(0, b * kStepBytes - phase_bytes);
-    if (row_ok && off < kbytes) prefetch_l2(row + off);
+    if (!row_ok) return;
+    // The step's bytes [first, last] of the row: one 128-byte line, or two where the row or the phase leaves
+    // the step unaligned (a tensor-parallel shard's K of 192, a phase of 64).
+    const int first = max(0, at.b * kStepBytes - phase_bytes);
+    const int last = min(kbytes, at.b * kStepBytes - phase_bytes + kStepBytes) - 1;
+    if (first > last) return;
+    prefetch_l2(row + first);
+    if (l2_line(row + first) != l2_line(row + last)) prefetch_l2(row + last);
   };
-  // The first D steps past the loaded one, requested now (before stage 2's wait, with its first weights).
-  // Only the one-column-tile kernels (passes of up to 8 tokens: the decode calls) have the registers: in
-  // the 16- and 32-token ones it spilled (ptxas).
-  constexpr bool kL2Ahead = kNT == 1;
-  if (kL2Ahead && known && a.l2_ahead > 0) {
-    int pt = tile_begin, pb = wk;
-    for (int d = 0; d < a.l2_ahead; ++d) {
-      step_after(pt, pb);
-      prefetch_step(pt, pb);
+  // The warp's first step into registers, and the D after it asked of L2 (at the start, before stage 2's
+  // wait, and again for a later pass or a corrected expert).
+  const auto start_walk = [&] {
+    load_step(ahead, tile_begin, wk);
+    if (kL2Ahead && a.l2_ahead > 0) {
+      WeightStep at{tile_begin, wk};
+      for (int d = 0; d < a.l2_ahead; ++d) {
+        at = next_weight_step(at, kKGroups, geo.steps, wk);
+        prefetch_step(at);
+      }
     }
-  }
+  };
+  if (known) start_walk();
+
   // Stage 2 also reads its first pass's pairs before the wait (the grouping was complete before stage 1
   // started, unless stage 1 wrote it: self-routed), so after the wait h's rows are requested at once, in the
   // same round trip as the grouping's check; a changed grouping (never seen: each call's stage 1 triggers
@@ -427,7 +436,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       pair_begin = guess_begin;
       pair_end = guess_end;
     } else {
-      if (now != expert) {
+      if (now != expert) {  // (never seen: see above; no L2 requests ahead for it)
         expert = now;
         load_step(ahead, tile_begin, wk);
       }
@@ -443,7 +452,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   for (int p0 = first; p0 < pair_end; p0 += static_cast<int>(gridDim.z) * kTokens) {
     const int nt = min(kTokens, pair_end - p0);
     if (!by_token && !(p0 == first && first_staged)) {
-      if (p0 != first) load_step(ahead, tile_begin, wk);
+      if (p0 != first) start_walk();
       stage_tokens<kFp8, kStage, kTokens>(a, sorted, kStage == 2, act, act_scale, p0, nt);
       __syncthreads();
     }
@@ -496,11 +505,8 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
           }
         }
         // The step D places past the one just loaded into `ahead` (after the MMAs, when `cur` is dead).
-        if (kL2Ahead && a.l2_ahead > 0) {
-          int pt = tile, pb = b;
-          for (int d = 0; d <= a.l2_ahead; ++d) step_after(pt, pb);
-          prefetch_step(pt, pb);
-        }
+        if (kL2Ahead && a.l2_ahead > 0)
+          prefetch_step(l2_request_in_loop(WeightStep{tile, b}, a.l2_ahead, kKGroups, geo.steps, wk));
       }
       if (tile == tile_begin && p0 == first) stamp(a, kSwFirstStep);
 
