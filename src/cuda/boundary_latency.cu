@@ -16,7 +16,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
 #include "cuda/event_timing.h"
-#include "cuda/kernels/globaltimer.cuh"
+#include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 
@@ -29,7 +29,7 @@ enum class Wait { Stream, Pdl, Counter, CounterSleep };
 
 struct Chain {
   uint32_t* vals;            // [links + 1][stride]: row k is link k's input
-  uint32_t* arrived;         // [links + 1]: blocks that have written row k
+  unsigned* arrived;         // [links + 1]: blocks that have written row k
   const uint32_t* expected;  // [links]: the sum of row k, as the host computes it
   uint32_t* mismatches;      // blocks that read another sum, over every replay
   int blocks, stride;
@@ -37,32 +37,6 @@ struct Chain {
 
 __host__ __device__ inline uint32_t link_output(uint32_t sum, uint32_t block, uint32_t link) {
   return sum * 2654435761u + block + 7u * link;
-}
-
-__device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Thread 0 publishes what it wrote before (a release), so an acquire that sees the count sees the row.
-__device__ __forceinline__ void arrive(uint32_t* counter) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
-}
-
-// Thread 0 waits until `target` blocks have arrived (kSleep: backing off between polls, so hundreds of
-// waiting blocks do not load the counter's L2 line); the block barrier carries the acquire to the other
-// threads. Over two seconds means a producer could never run: trap rather than hang.
-template <bool kSleep = false>
-__device__ void wait_count(const uint32_t* counter, uint32_t target) {
-  if (threadIdx.x == 0) {
-    const unsigned long long t0 = globaltimer();
-    for (int spin = 0; load_acquire(counter) < target; ++spin) {
-      if (kSleep) __nanosleep(64);
-      if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
-    }
-  }
-  __syncthreads();
 }
 
 // Warp 0 sums row `link` (L2 loads: the row was written by other SMs in this replay).
@@ -88,7 +62,7 @@ __device__ void write_row(const Chain& c, int link, uint32_t sum) {
 __global__ void seed_kernel(Chain c) {
   if (threadIdx.x == 0) {
     c.vals[blockIdx.x] = blockIdx.x + 1;
-    arrive(c.arrived);
+    count_arrive(c.arrived);
   }
 }
 
@@ -98,22 +72,22 @@ __global__ void __launch_bounds__(kThreads) link_kernel(Chain c, int link) {
   if constexpr (kWait != Wait::Stream) pdl_trigger();
   if constexpr (kWait == Wait::Pdl) pdl_wait();
   constexpr bool kCounter = kWait == Wait::Counter || kWait == Wait::CounterSleep;
-  if constexpr (kCounter) wait_count<kWait == Wait::CounterSleep>(c.arrived + link, c.blocks);
+  if constexpr (kCounter) count_wait<kWait == Wait::CounterSleep>(c.arrived + link, c.blocks);
   const uint32_t sum = read_row(c, link);
   if (threadIdx.x == 0) {
     write_row(c, link, sum);
-    if constexpr (kCounter) arrive(c.arrived + link + 1);
+    if constexpr (kCounter) count_arrive(c.arrived + link + 1);
   }
 }
 
 // The whole chain in one launch; needs every block resident at once (checked by the host).
 __global__ void __launch_bounds__(kThreads) persistent_kernel(Chain c, int links) {
   for (int link = 0; link < links; ++link) {
-    wait_count(c.arrived + link, c.blocks);
+    count_wait(c.arrived + link, c.blocks);
     const uint32_t sum = read_row(c, link);
     if (threadIdx.x == 0) {
       write_row(c, link, sum);
-      arrive(c.arrived + link + 1);
+      count_arrive(c.arrived + link + 1);
     }
   }
 }
@@ -219,7 +193,7 @@ int run_boundary_bench(const BoundaryBenchOptions& o) {
     const std::vector<uint32_t> sums = expected_sums(blocks, longest);
     expected.upload(sums.data(), sizeof(uint32_t) * sums.size());
     const Chain c{vals.as<uint32_t>(),
-                  arrived.as<uint32_t>(),
+                  arrived.as<unsigned>(),
                   expected.as<uint32_t>(),
                   mismatches.as<uint32_t>(),
                   blocks,

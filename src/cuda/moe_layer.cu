@@ -188,6 +188,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   decode_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per combine tile: tiles are 32 rows or more
   fused_barrier = DeviceBuffer(kFusedBarrierWords * 4);
   MOE_CUDA_CHECK(cudaMemset(fused_barrier.get(), 0, fused_barrier.bytes()));
+  chain_counters = DeviceBuffer(kChainCounters * 4);
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);
@@ -238,6 +239,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &h,
                           &y,
                           &decode_counters,
+                          &chain_counters,
                           &shared_gate,
                           &shared_pairs,
                           &shared_offsets,
@@ -275,7 +277,16 @@ namespace {
 EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
+EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
 }  // namespace
+
+bool moe_counter_waits() {
+  return counter_waits_switch.get();
+}
+
+void set_moe_counter_waits(bool on) {
+  counter_waits_switch.set(on);
+}
 
 bool swap_ab_joint_wave() {
   return joint_wave_switch.get();
@@ -425,16 +436,19 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 // Stages 1 and 2 of one projection (routed or shared) on the chosen path. route and align are set when the
 // swap-AB stage 1 routes the call itself (no prologue ran).
 // beside_groups: the swap-AB groups of the launch that runs beside this one (SwapAbInputs::beside_groups).
-void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                       StagePath path, bool x_codes_ready, cudaStream_t stream,
-                       const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
-                       int beside_groups = 0) {
+// counters: the call's chain counters (moe_counter_waits; swap-AB only): stage 1 arrives on counters[0],
+// stage 2 waits there and arrives on counters[1]. Returns the blocks of the last launch (stage 2's) when it
+// is the swap-AB stages, for the combine's wait.
+int run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
+                      StagePath path, bool x_codes_ready, cudaStream_t stream,
+                      const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
+                      int beside_groups = 0, unsigned* counters = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_stage2(g, stream);
     mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
-    return;
+    return 0;
   }
   if (path == StagePath::SwapAb) {
     SwapAbInputs in{};
@@ -447,11 +461,17 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.tokens = M;
     in.topk_ids = shared ? nullptr : ws.topk_ids.as<int>();
     in.beside_groups = beside_groups;
-    launch_swap_ab_stage1(g, in, stream);
+    in.arrive = counters;
+    const int stage1_blocks = launch_swap_ab_stage1(g, in, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
-    launch_swap_ab_stage2(g, in, stream);
+    if (counters) {
+      in.wait_on = counters;
+      in.wait_target = static_cast<unsigned>(stage1_blocks);
+      in.arrive = counters + 1;
+    }
+    const int stage2_blocks = launch_swap_ab_stage2(g, in, stream);
     mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
-    return;
+    return stage2_blocks;
   }
   if (path == StagePath::Stream) {
     StreamInputs in{};
@@ -464,7 +484,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
     in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
     launch_expert_stream(g, in, stream);
     mark_part(shared ? "moe shared stream stages" : "moe stream stages", stream);
-    return;
+    return 0;
   }
   MmaScratch s{};
   s.x_codes = ws.mma_x_codes.as<uint8_t>();
@@ -477,6 +497,7 @@ void run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const u
   s.max_tiles = mma_max_tiles(M * g.g.pair_div, std::min(g.w.num_experts, M * g.g.pair_div));
   launch_expert_mma(g, x, M, s, stream);
   mark_part(shared ? "moe shared mma stages" : "moe mma stages", stream);
+  return 0;
 }
 
 // The fused decode path's arguments; its dot products take the GEMV's lane split (same bits).
@@ -639,6 +660,18 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // (one launch fewer; the prologue's routing and grouping arithmetic, so the same bits).
   const bool self_routed = stages == StagePath::SwapAb && !shared && swap_ab_self_route() &&
                            swap_ab_routes_itself(g.w, M, K, layer.router_experts());
+  // Counter boundaries (moe_counter_waits) after the one-block prologue, which zeroes them after its own
+  // wait (every kernel between the previous call's combine and it waited for its predecessor, so that
+  // combine is done with them); not beside a shared expert, nor for a consumer of y other than the combine,
+  // nor while the timelines assume programmatic waits.
+  const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
+  const bool counter_waits = moe_counter_waits() && stages == StagePath::SwapAb && !self_routed && !shared &&
+                             !leave_combine && !measuring && prologue_fits_one_block(M, K);
+  unsigned* counters = counter_waits ? ws.chain_counters.as<unsigned>() : nullptr;
+  if (counter_waits) {
+    aa.zero_ints = ws.chain_counters.as<int>();
+    aa.n_zero_ints = kChainCounters;
+  }
   if (self_routed) {
     // no prologue
   } else if (prologue_fits_one_block(M, K)) {
@@ -686,7 +719,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
   // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
   // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
-  const bool measuring = part_marker != nullptr || kernel_timeline_buffer() || swap_ab_timeline_buffer();
   const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
                       shared_expert_beside_routed() && !measuring;
   // One wave for both launches of a few tokens (swap_ab_joint_wave): the shared expert's single group of
@@ -696,8 +728,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 
-  run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
-                    self_routed ? &aa : nullptr, joint ? 1 : 0);
+  const int routed_stage2_blocks =
+      run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
+                        self_routed ? &aa : nullptr, joint ? 1 : 0, counters);
 
   if (beside) {
     ws.shared_stream.join(stream);
@@ -725,6 +758,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                  out};
   ca.y_bf16 = g.y_bf16;
   ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
+  if (counters) {
+    ca.wait_on = counters + 1;
+    ca.wait_target = static_cast<unsigned>(routed_stage2_blocks);
+  }
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();
   mark_part("moe combine", stream);

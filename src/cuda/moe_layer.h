@@ -71,6 +71,10 @@ class MoeWorkspace {
   // The one-launch decode kernel's grid barrier (expert_fused.h): synchronisation state that every call
   // leaves at zero, zeroed here; poison() leaves it alone (it holds no data).
   DeviceBuffer fused_barrier;
+  // The counter boundaries of a swap-AB call (moe_counter_waits): stage 1's and stage 2's arrivals, zeroed by
+  // each call's prologue after its wait (poison() fills them too: a poisoned count would let stage 2 and the
+  // combine through at once, and the tests would see it).
+  DeviceBuffer chain_counters;
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,
       shared_y;
   // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
@@ -123,6 +127,15 @@ void set_shared_expert_beside_routed(bool on);
 // MOE_SWAP_AB_JOINT_WAVE=1 (session 17, written without a GPU); set_swap_ab_joint_wave overrides it.
 bool swap_ab_joint_wave();
 void set_swap_ab_joint_wave(bool on);
+// Whether a call of a few tokens on the swap-AB stages without a shared expert, after the one-block
+// prologue, crosses its stage 1 -> stage 2 and stage 2 -> combine boundaries by counters (chain_count.cuh:
+// each block of the producer adds one when its outputs are written, the consumer's blocks wait for the
+// producer's block count) instead of the programmatic-launch wait, which sessions 10-11 timed at ~1.3-1.5 us
+// from a kernel's last block to its successor's wait returning. The same kernels and bits. Off unless
+// MOE_COUNTER_WAITS=1 (session 18, written without a GPU: `moe bench --boundaries` says first whether a
+// counter is any quicker on the card); set_moe_counter_waits overrides it.
+bool moe_counter_waits();
+void set_moe_counter_waits(bool on);
 // Whether the one-launch fused kernel can take this layer's call of M tokens (GemmPath::Fused runs it there).
 bool fused_path_applies(const DeviceMoeLayer& layer, int M);
 // Whether fused_moe(..., GemmPath::Auto) runs this layer's call of M tokens on the fused decode kernel.

@@ -9,13 +9,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/codecs.h"
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_swap_ab.h"
+#include "cuda/kernels/launchers.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -156,6 +160,17 @@ struct GpuLayerCase {
   GpuLayerCase(const GpuLayerCase&) = delete;
   GpuLayerCase& operator=(const GpuLayerCase&) = delete;
 };
+
+// Each of `shapes` in bf16 and fp8_block, with inputs for up to 8 tokens: the decode-sized layers of the
+// switch tests below.
+void each_decode_layer(std::initializer_list<NamedShape> shapes,
+                       const std::function<void(const NamedShape&, WeightFormat, GpuLayerCase&)>& fn) {
+  for (const NamedShape& shape : shapes)
+    for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+      GpuLayerCase k(spec_for(shape, f, 8), 8);
+      fn(shape, f, k);
+    }
+}
 
 class FusedMoeGpu : public ::testing::TestWithParam<std::tuple<int, WeightFormat>> {};
 
@@ -462,34 +477,105 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int ahead_default = cuda::swap_ab_l2_ahead();
-  for (const NamedShape& shape : {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
-                                  NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}}) {
-    for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
-      constexpr int kM = 8;
-      GpuLayerCase k(spec_for(shape, f, kM), kM);
-      const int H = static_cast<int>(shape.H);
-      for (const int M : {1, 2, 5, 8}) {
-        cuda::set_swap_ab_l2_ahead(0);
-        const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-        const auto non_finite =
-            std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
-        EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
-        for (const int ahead : {1, 2, 3}) {
-          cuda::set_swap_ab_l2_ahead(ahead);
-          const long long blocks_before = cuda::swap_ab_blocks_launched();
-          const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-          EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
-              << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
-          EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
-              << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
-              << " steps ahead changed the bits";
+  each_decode_layer(
+      {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
+       NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 2, 5, 8}) {
+          cuda::set_swap_ab_l2_ahead(0);
+          const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          const auto non_finite =
+              std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
+          EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
+          for (const int ahead : {1, 2, 3}) {
+            cuda::set_swap_ab_l2_ahead(ahead);
+            const long long blocks_before = cuda::swap_ab_blocks_launched();
+            const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+            EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
+                << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
+            EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
+                << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
+                << " steps ahead changed the bits";
+          }
+          std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
+                      std::string(format_name(f)).c_str(), M);
         }
-        std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
-                    std::string(format_name(f)).c_str(), M);
-      }
-    }
-  }
+      });
   cuda::set_swap_ab_l2_ahead(ahead_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The swap-AB calls of a few tokens crossing stage 1 -> stage 2 -> combine by counters (moe_counter_waits)
+// instead of the programmatic-launch wait: the same bits as with the wait, directly and replayed from a
+// captured graph (each replay's prologue zeroes the counters the last one left at the block counts), and the
+// counters show the path ran (poisoned before the call, they end at the stages' block counts; with the wait
+// nobody touches them). bf16 with stage 1's self-routing off (a self-routed call has no prologue to zero
+// them).
+TEST(FusedMoeGpuCounters, CounterWaitsSameBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool counters_default = cuda::moe_counter_waits(), self_route_default = cuda::swap_ab_self_route();
+  cuda::set_swap_ab_self_route(false);
+  const auto counts = [](const cuda::MoeWorkspace& ws) {
+    std::vector<uint32_t> c(cuda::kChainCounters);
+    MOE_CUDA_CHECK(cudaMemcpy(c.data(), ws.chain_counters.get(), c.size() * 4, cudaMemcpyDeviceToHost));
+    return c;
+  };
+  each_decode_layer(
+      {NamedShape{"small", 64, 512, 256, 8, 0, false, false},
+       NamedShape{"wide-k", 16, 7168, 256, 4, 0, false, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 2, 5, 8}) {
+          const std::string at =
+              std::string(shape.name) + " " + std::string(format_name(f)) + " M=" + std::to_string(M);
+          cuda::set_moe_counter_waits(false);
+          const std::vector<float> waited = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          for (uint32_t c : counts(k.ws))
+            EXPECT_EQ(c, 0xffffffffu) << at << ": with the wait, a counter was touched";
+          cuda::set_moe_counter_waits(true);
+          const std::vector<float> counted = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          const std::vector<uint32_t> c = counts(k.ws);
+          for (uint32_t v : c) {
+            EXPECT_GT(v, 0u) << at << ": no block arrived";
+            EXPECT_LT(v, 1u << 20) << at << ": the prologue did not zero the counters";
+          }
+          EXPECT_EQ(std::count_if(counted.begin(), counted.end(), [](float v) { return !std::isfinite(v); }),
+                    0)
+              << at;
+          EXPECT_EQ(0, std::memcmp(waited.data(), counted.data(), waited.size() * 4)) << at << ": other bits";
+          // Captured and replayed twice: the second replay starts from the counts the first left.
+          cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
+          k.ws.poison(stream);
+          out.poison(stream);
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          cuda::fused_moe(k.layer, k.ws, k.x.as<uint16_t>(), k.logits.as<float>(), M, out.as<uint16_t>(),
+                          stream);
+          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          for (int replay = 0; replay < 2; ++replay) {
+            out.poison(stream);
+            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+            std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
+            MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
+            size_t differ = 0;
+            for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == waited[i] ? 0 : 1;
+            EXPECT_EQ(differ, 0u) << at << ": graph replay " << replay << " gives other bits";
+            EXPECT_EQ(counts(k.ws), c) << at << ": replay " << replay << " ended at other counts";
+          }
+          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+          std::printf("[counter waits] %s: the wait's bits, directly and from a graph; counts %u, %u\n",
+                      at.c_str(), c[0], c[1]);
+        }
+      });
+  cuda::set_moe_counter_waits(counters_default);
+  cuda::set_swap_ab_self_route(self_route_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The third GPU call after sessions 17 and 18: where the time goes. Ends by END (about 7.5 minutes).
+# The third GPU call after sessions 17 and 18: where the time goes. Ends by END (about 6.5 minutes).
 # 1. ncu of the grouped GEMM at M=4096 (Qwen3-30B-A3B fp8, ~26 % of the fp8 peak; bf16 reaches ~44 % of its own
 #    with the same bytes per K step): tensor pipe, L2 and DRAM throughput, scheduler and warp states, stalls per
 #    SASS line.
@@ -9,10 +9,10 @@
 # 3. If time is left: ncu of the decode step's fp8 GEMVs, both kernels (no_instruction is the instruction-fetch
 #    hypothesis).
 # Carry: .carry/s18-gpu.tar.xz (main), .carry/measuring-kt.tar.xz (scripts/build-measuring MOE_KERNEL_TIMELINE,
-#        bin/moe), .carry/third18.sh.   Run: END=450 bash .carry/third18.sh
+#        bin/moe), .carry/third18.sh.   Run: END=400 bash .carry/third18.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-END=${END:-450}
+END=${END:-400}
 cap() { local l=$(( END - $(el) - ${2:-0} )); [ $l -lt $1 ] && echo $l || echo $1; }
 R=/tmp/r3; mkdir -p $R /tmp/n /tmp/m
 pack() { tar -C /tmp -czf $OUT/r3.tgz --exclude='*.ncu-rep' r3 2>/dev/null; }

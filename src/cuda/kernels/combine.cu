@@ -7,6 +7,7 @@
 
 #include "core/codecs.h"
 #include "core/error.h"
+#include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
@@ -54,7 +55,10 @@ template <bool kBf16>
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a) {
   using P = Piece<kBf16>;
   KernelTimelineScope timeline(kTlCombine);
-  pdl_wait();
+  if (a.wait_on)
+    count_wait(a.wait_on, a.wait_target);
+  else
+    pdl_wait();
   timeline.waited();
   // The next kernel (a decode step's next q/k/v GEMV) may start and request its weights now: it waits for
   // this grid before it reads the output.

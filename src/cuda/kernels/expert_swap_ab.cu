@@ -27,6 +27,7 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_route.cuh"
+#include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
@@ -96,7 +97,25 @@ struct SwapAbArgs {
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
   int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
+  // Counter boundaries (SwapAbInputs::arrive / wait_on): null for the programmatic-launch wait.
+  unsigned* arrive;
+  const unsigned* wait_on;
+  unsigned wait_target;
 };
+
+// Stage 2's wait for stage 1: its blocks' arrivals on a counter, or the programmatic-launch wait.
+__device__ __forceinline__ void wait_for_stage1(const SwapAbArgs& a) {
+  if (a.wait_on)
+    count_wait(a.wait_on, a.wait_target);
+  else
+    pdl_wait();
+}
+
+// A block that leaves without writing (no expert for it): thread 0 arrives for it.
+__device__ __forceinline__ void leave_early(const SwapAbArgs& a) {
+  pdl_trigger();
+  if (a.arrive && threadIdx.x == 0) count_arrive(a.arrive);
+}
 
 // Compiled in only by a measuring build (scripts/build-measuring MOE_SWAP_AB_TIMELINE): the checks and
 // stamps took registers that the fp8 kernels' K loop then spilled.
@@ -277,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   }
   const bool known = expert >= 0 && expert < a.w.num_experts;
   if (!kPairsEarly && !known) {
-    pdl_trigger();
+    leave_early(a);
     return;
   }
   const Geometry geo = a.geo;
@@ -386,7 +405,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   __shared__ int first_pairs[kTokens];
   bool first_staged = false;
   if (kStage == 2 && !kPairsEarly) {
-    pdl_wait();
+    wait_for_stage1(a);
     timeline.waited();
     stamp(a, kSwWaited);
   } else if (kStage == 2) {
@@ -411,7 +430,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       if (threadIdx.x < kTokens) first_pairs[threadIdx.x] = pair;
     }
     if (!__syncthreads_and(plausible)) guess_begin = guess_end = -1;  // nothing staged; the check fails
-    pdl_wait();
+    wait_for_stage1(a);
     timeline.waited();
     stamp(a, kSwWaited);
     const int now = __ldcg(a.g.active + blockIdx.x);
@@ -429,7 +448,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
     first_staged = __syncthreads_and(same);
     if (now < 0) {
-      pdl_trigger();
+      leave_early(a);
       return;
     }
     if (first_staged) {
@@ -564,6 +583,8 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
                         // the next pass overwrites them)
     }
   }
+  // Every thread's h or y stores are before the loop's last barrier: thread 0's release covers them.
+  if (a.arrive && threadIdx.x == 0) count_arrive(a.arrive);
   stamp(a, kSwEnd);
 }
 
@@ -619,8 +640,9 @@ int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
 std::atomic<long long> blocks_launched{0};
 
 // beside_groups: groups of another launch sharing the wave (SwapAbInputs::beside_groups).
+// Returns the blocks launched.
 template <bool kFp8, int kStage, int kNT, int kKGroups>
-void launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t stream) {
+int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
@@ -636,7 +658,9 @@ void launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   launch_overlapped(kernel, grid, dim3(kThreads), smem, stream, k);
-  blocks_launched += static_cast<long long>(grid.x) * grid.y * grid.z;
+  const int blocks = static_cast<int>(grid.x * grid.y * grid.z);
+  blocks_launched += blocks;
+  return blocks;
 }
 
 // Whether stage 1 stages a call of M tokens by token (see the kernel): bf16 routed experts (more than one
@@ -648,7 +672,7 @@ bool stages_by_token(const ExpertWeightsDev& w, int M, int top_k, int groups) {
 }
 
 template <int kStage>
-void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
   const bool fp8 = a.w.format == WFormat::Fp8Block;
   SwapAbArgs k{};
   k.w = a.w;
@@ -658,6 +682,9 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
   k.l2_ahead = swap_ab_l2_ahead();
+  k.arrive = in.arrive;
+  k.wait_on = kStage == 2 ? in.wait_on : nullptr;
+  k.wait_target = in.wait_target;
   // A single expert (the shared one: all M tokens) spreads its passes over the grid, 16 tokens each, instead
   // of a few blocks walking them all (DeepSeek's shared expert at M=256 took 16 passes on 16 blocks).
   const bool one_expert = a.max_groups == 1;
@@ -696,17 +723,11 @@ void launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream
       constexpr int kKG = decltype(kg)::value;
       if (nt == 1) return launch<kFp8, kStage, 1, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
       if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
-      launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
+      return launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
     };
-    if (wide_k)
-      with_nt(std::integral_constant<int, 8>{});
-    else
-      with_nt(std::integral_constant<int, 4>{});
+    return wide_k ? with_nt(std::integral_constant<int, 8>{}) : with_nt(std::integral_constant<int, 4>{});
   };
-  if (fp8)
-    go(std::true_type{});
-  else
-    go(std::false_type{});
+  return fp8 ? go(std::true_type{}) : go(std::false_type{});
 }
 
 }  // namespace
@@ -753,12 +774,12 @@ bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q) {
   return smem_bytes(geometry(w, 1), fp8, 1) <= kMaxSmem && smem_bytes(geometry(w, 2), fp8, 1) <= kMaxSmem;
 }
 
-void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
-  launch_stage<1>(a, in, stream);
+int launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+  return launch_stage<1>(a, in, stream);
 }
 
-void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
-  launch_stage<2>(a, in, stream);
+int launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream) {
+  return launch_stage<2>(a, in, stream);
 }
 
 }  // namespace moe::cuda

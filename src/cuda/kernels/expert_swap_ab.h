@@ -38,6 +38,12 @@ struct SwapAbInputs {
   // the routed experts: swap_ab_joint_wave): the row tiles per block are sized so that both launches' blocks
   // fill one wave together. Never changes a dot product.
   int beside_groups = 0;
+  // Counter boundaries (moe_counter_waits, chain_count.cuh), zeroed by this call's prologue: each block of
+  // the launch adds one to `arrive` when its outputs are written; a stage 2 waits for `wait_target`
+  // arrivals on `wait_on` (stage 1's blocks) instead of the programmatic-launch wait. Null: the wait.
+  unsigned* arrive = nullptr;
+  const unsigned* wait_on = nullptr;
+  unsigned wait_target = 0;
 };
 
 // Whether stage 1 can route a call of M tokens itself (block_route.cuh): bf16 weights, a few tokens, a router
@@ -60,7 +66,8 @@ void set_swap_ab_l2_ahead(int steps);
 // how the launches were sized (the joint wave changes only the block counts, never a bit).
 long long swap_ab_blocks_launched();
 
-void launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
-void launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
+// Each returns the blocks it launched (a counter boundary's target: SwapAbInputs::wait_target).
+int launch_swap_ab_stage1(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
+int launch_swap_ab_stage2(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream);
 
 }  // namespace moe::cuda

@@ -51,6 +51,8 @@ struct AlignArgs {
   // position per expert. Null: the grouping runs in one block.
   int* block_counts = nullptr;
 };
+// A swap-AB call's counter boundaries (MoeWorkspace::chain_counters): stage 1's and stage 2's arrivals.
+constexpr int kChainCounters = 2;
 // Blocks of the many-block grouping at most (sizes AlignArgs::block_counts).
 constexpr int kGroupingMaxBlocks = 128;
 void launch_align(const AlignArgs& a, cudaStream_t stream);
@@ -84,6 +86,10 @@ struct CombineArgs {
   // y and y_shared in bf16 instead (the grouped GEMM's stage 2 with y_bf16): read when y_bf16 is set.
   const uint16_t* y_bf16 = nullptr;
   const uint16_t* y_shared_bf16 = nullptr;
+  // A counter boundary (moe_counter_waits): wait for wait_target arrivals on wait_on (stage 2's blocks)
+  // instead of the programmatic-launch wait. Null: the wait.
+  const unsigned* wait_on = nullptr;
+  unsigned wait_target = 0;
 };
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
 
