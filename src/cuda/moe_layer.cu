@@ -437,18 +437,21 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 // swap-AB stage 1 routes the call itself (no prologue ran).
 // beside_groups: the swap-AB groups of the launch that runs beside this one (SwapAbInputs::beside_groups).
 // counters: the call's chain counters (moe_counter_waits; swap-AB only): stage 1 arrives on counters[0],
-// stage 2 waits there and arrives on counters[1]. Returns the blocks of the last launch (stage 2's) when it
-// is the swap-AB stages, for the combine's wait.
-int run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
-                      StagePath path, bool x_codes_ready, cudaStream_t stream,
-                      const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
-                      int beside_groups = 0, unsigned* counters = nullptr) {
+// stage 2 waits there and arrives on counters[1]. Returns the swap-AB stages' block counts (the counters'
+// final values, for the combine's wait); zeros for the other paths.
+struct StageBlocks {
+  unsigned stage1 = 0, stage2 = 0;
+};
+StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
+                              StagePath path, bool x_codes_ready, cudaStream_t stream,
+                              const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
+                              int beside_groups = 0, unsigned* counters = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     launch_stage2(g, stream);
     mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
-    return 0;
+    return {};
   }
   if (path == StagePath::SwapAb) {
     SwapAbInputs in{};
@@ -471,7 +474,7 @@ int run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const ui
     }
     const int stage2_blocks = launch_swap_ab_stage2(g, in, stream);
     mark_part(shared ? "moe shared stage 2" : "moe stage 2", stream);
-    return stage2_blocks;
+    return {static_cast<unsigned>(stage1_blocks), static_cast<unsigned>(stage2_blocks)};
   }
   if (path == StagePath::Stream) {
     StreamInputs in{};
@@ -484,7 +487,7 @@ int run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const ui
     in.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
     launch_expert_stream(g, in, stream);
     mark_part(shared ? "moe shared stream stages" : "moe stream stages", stream);
-    return 0;
+    return {};
   }
   MmaScratch s{};
   s.x_codes = ws.mma_x_codes.as<uint8_t>();
@@ -497,7 +500,7 @@ int run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const ui
   s.max_tiles = mma_max_tiles(M * g.g.pair_div, std::min(g.w.num_experts, M * g.g.pair_div));
   launch_expert_mma(g, x, M, s, stream);
   mark_part(shared ? "moe shared mma stages" : "moe mma stages", stream);
-  return 0;
+  return {};
 }
 
 // The fused decode path's arguments; its dot products take the GEMV's lane split (same bits).
@@ -728,7 +731,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 
-  const int routed_stage2_blocks =
+  const StageBlocks routed_blocks =
       run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
                         self_routed ? &aa : nullptr, joint ? 1 : 0, counters);
 
@@ -759,8 +762,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ca.y_bf16 = g.y_bf16;
   ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
   if (counters) {
-    ca.wait_on = counters + 1;
-    ca.wait_target = static_cast<unsigned>(routed_stage2_blocks);
+    ca.chain_counters = counters;
+    ca.chain_targets[0] = routed_blocks.stage1;
+    ca.chain_targets[1] = routed_blocks.stage2;
   }
   launch_combine(ca, M, stream);
   MOE_CUDA_CHECK_LAUNCH();

@@ -55,10 +55,12 @@ template <bool kBf16>
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a) {
   using P = Piece<kBf16>;
   KernelTimelineScope timeline(kTlCombine);
-  if (a.wait_on)
-    count_wait(a.wait_on, a.wait_target);
-  else
+  if (a.chain_counters) {
+    count_wait(a.chain_counters + 1, a.chain_targets[1]);
+    count_wait(a.chain_counters, a.chain_targets[0]);
+  } else {
     pdl_wait();
+  }
   timeline.waited();
   // The next kernel (a decode step's next q/k/v GEMV) may start and request its weights now: it waits for
   // this grid before it reads the output.

@@ -111,10 +111,11 @@ __device__ __forceinline__ void wait_for_stage1(const SwapAbArgs& a) {
     pdl_wait();
 }
 
-// A block that leaves without writing (no expert for it): thread 0 arrives for it.
+// A block that leaves without writing (no expert for it): thread 0 arrives for it, then the block lets the
+// next launch start.
 __device__ __forceinline__ void leave_early(const SwapAbArgs& a) {
-  pdl_trigger();
   if (a.arrive && threadIdx.x == 0) count_arrive(a.arrive);
+  pdl_trigger();
 }
 
 // Compiled in only by a measuring build (scripts/build-measuring MOE_SWAP_AB_TIMELINE): the checks and

@@ -86,10 +86,13 @@ struct CombineArgs {
   // y and y_shared in bf16 instead (the grouped GEMM's stage 2 with y_bf16): read when y_bf16 is set.
   const uint16_t* y_bf16 = nullptr;
   const uint16_t* y_shared_bf16 = nullptr;
-  // A counter boundary (moe_counter_waits): wait for wait_target arrivals on wait_on (stage 2's blocks)
-  // instead of the programmatic-launch wait. Null: the wait.
-  const unsigned* wait_on = nullptr;
-  unsigned wait_target = 0;
+  // Counter boundaries (moe_counter_waits): instead of the programmatic-launch wait, wait until the call's
+  // chain counters (MoeWorkspace::chain_counters) hold stage 1's and stage 2's block counts. Stage 2's are
+  // the wait; stage 1's are normally there already, but a stage-2 block with no expert leaves without
+  // waiting for stage 1, so without it a late stage-1 arrival could land after the next call's prologue
+  // zeroed the counter. Null: the wait.
+  const unsigned* chain_counters = nullptr;
+  unsigned chain_targets[kChainCounters] = {};
 };
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
 
