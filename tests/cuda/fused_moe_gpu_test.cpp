@@ -506,6 +506,38 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// The fp8 stage 2 reading its first pass's pairs before its wait (swap_ab_fp8_pairs_early) gives the bits it
+// gives reading them after, with one pass and with several (the shared expert's passes spread over the grid
+// at 40 and 100 tokens), with and without a shared expert; the swap-AB stages ran each time.
+TEST(FusedMoeGpuSwapAb, Fp8PairsEarlySameBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool early_default = cuda::swap_ab_fp8_pairs_early();
+  for (const NamedShape& shape : {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
+                                  NamedShape{"small", 64, 512, 256, 8, 0, false, false},
+                                  NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}}) {
+    constexpr int kM = 100;
+    GpuLayerCase k(spec_for(shape, WeightFormat::Fp8Block, kM), kM);
+    const int H = static_cast<int>(shape.H);
+    for (const int M : {1, 3, 8, 40, 100}) {
+      const std::string at = std::string(shape.name) + " M=" + std::to_string(M);
+      cuda::set_swap_ab_fp8_pairs_early(false);
+      const std::vector<float> after = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      cuda::set_swap_ab_fp8_pairs_early(true);
+      const long long blocks_before = cuda::swap_ab_blocks_launched();
+      const std::vector<float> early = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before) << at << ": the swap-AB stages did not run";
+      EXPECT_EQ(std::count_if(early.begin(), early.end(), [](float v) { return !std::isfinite(v); }), 0)
+          << at;
+      EXPECT_EQ(0, std::memcmp(after.data(), early.data(), after.size() * 4)) << at << ": other bits";
+      std::printf("[fp8 pairs early] %s: the same bits\n", at.c_str());
+    }
+  }
+  cuda::set_swap_ab_fp8_pairs_early(early_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 // The swap-AB calls of a few tokens crossing stage 1 -> stage 2 -> combine by counters (moe_counter_waits)
 // instead of the programmatic-launch wait: the same bits as with the wait, directly and replayed from a
 // captured graph (each replay's prologue zeroes the counters the last one left at the block counts), and the

@@ -9,10 +9,10 @@
 # 3. If time is left: ncu of the decode step's fp8 GEMVs, both kernels (no_instruction is the instruction-fetch
 #    hypothesis).
 # Carry: .carry/s18-gpu.tar.xz (main), .carry/measuring-kt.tar.xz (scripts/build-measuring MOE_KERNEL_TIMELINE,
-#        bin/moe), .carry/third18.sh.   Run: END=400 bash .carry/third18.sh
+#        bin/moe), .carry/third18.sh.   Run: END=380 bash .carry/third18.sh
 set -uo pipefail
 start=$(date +%s); el() { echo $(( $(date +%s) - start )); }
-END=${END:-400}
+END=${END:-380}
 cap() { local l=$(( END - $(el) - ${2:-0} )); [ $l -lt $1 ] && echo $l || echo $1; }
 R=/tmp/r3; mkdir -p $R /tmp/n /tmp/m
 pack() { tar -C /tmp -czf $OUT/r3.tgz --exclude='*.ncu-rep' r3 2>/dev/null; }

@@ -97,6 +97,7 @@ struct SwapAbArgs {
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
   int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
+  bool pairs_early;  // fp8 stage 2: the first pass's pairs read before the wait (swap_ab_fp8_pairs_early)
   // Counter boundaries (SwapAbInputs::arrive / wait_on): null for the programmatic-launch wait.
   unsigned* arrive;
   const unsigned* wait_on;
@@ -406,9 +407,23 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   __shared__ int first_pairs[kTokens];
   bool first_staged = false;
   if (kStage == 2 && !kPairsEarly) {
+    // fp8 (a.pairs_early, MOE_SWAP_AB_FP8_PAIRS_EARLY=1): its calls always have a prologue, which wrote the
+    // grouping before stage 1 started (stage 1 waited for it before letting this launch start), so the first
+    // pass's pairs read now are this call's: after the wait h's rows go out at once, one round trip fewer.
+    const int first_pass = pair_begin + static_cast<int>(blockIdx.z) * kTokens;
+    const int early = a.pairs_early ? min(kTokens, pair_end - first_pass) : 0;
+    if (early > 0 && threadIdx.x < kTokens)
+      first_pairs[threadIdx.x] =
+          static_cast<int>(threadIdx.x) < early ? __ldcg(sorted + first_pass + threadIdx.x) : -1;
     wait_for_stage1(a);
     timeline.waited();
     stamp(a, kSwWaited);
+    if (early > 0) {
+      __syncthreads();  // first_pairs (wait_for_stage1 may be the programmatic wait: no barrier in it)
+      stage_tokens<kFp8, kStage, kTokens>(a, first_pairs, true, act, act_scale, 0, early);
+      __syncthreads();
+      first_staged = true;
+    }
   } else if (kStage == 2) {
     // Read before the wait, a self-routed call's grouping may be half written by stage 1's writer block: the
     // workspace's poison (-1) or an earlier call's values beside this call's. The staging after the wait
@@ -683,6 +698,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
   k.l2_ahead = swap_ab_l2_ahead();
+  k.pairs_early = kStage == 2 && fp8 && swap_ab_fp8_pairs_early();
   k.arrive = in.arrive;
   k.wait_on = kStage == 2 ? in.wait_on : nullptr;
   k.wait_target = in.wait_target;
@@ -735,7 +751,16 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 
 namespace {
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
+EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", false);
 }  // namespace
+
+bool swap_ab_fp8_pairs_early() {
+  return fp8_pairs_early_switch.get();
+}
+
+void set_swap_ab_fp8_pairs_early(bool on) {
+  fp8_pairs_early_switch.set(on);
+}
 
 int swap_ab_l2_ahead() {
   return l2_ahead_setting.get();

@@ -62,6 +62,14 @@ int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 int swap_ab_l2_ahead();
 void set_swap_ab_l2_ahead(int steps);
 
+// Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
+// h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
+// check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). Off unless
+// MOE_SWAP_AB_FP8_PAIRS_EARLY=1 (session 18, written without a GPU; session 10 found the bf16 form's
+// registers spilling the fp8 kernels); set_swap_ab_fp8_pairs_early overrides it. Never changes a bit.
+bool swap_ab_fp8_pairs_early();
+void set_swap_ab_fp8_pairs_early(bool on);
+
 // Blocks the swap-AB stages have launched in this process (both stages, every launch): the tests' view of
 // how the launches were sized (the joint wave changes only the block counts, never a bit).
 long long swap_ab_blocks_launched();
