@@ -28,9 +28,9 @@ export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
 echo "unpacked t=$(el)"
 
-# 1. gpu-check of main, whole (about 150 s on an H200).
+# 1. gpu-check of main, whole (about 150 s on an H200 in session 16; more tests now).
 mkdir -p $R/gc
-GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 230 250) scripts/gpu-check \
+GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 280 200) scripts/gpu-check \
   > $R/gc/gc.log 2>&1
 echo "gpu-check rc $? t=$(el)"
 grep -E "^\[  FAILED|differ|not the first|vs fp32 y|Compact" $R/gc/gpu-tests.log | head -24
