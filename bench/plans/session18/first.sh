@@ -10,7 +10,8 @@
 #    drops and CompactGemvKeepsTheBits passed in step 1.
 # 3. main's untimed MoE changes against eb2257a, same lease: session 16's swapped-tile rule by shape (9e2ab51)
 #    and wgmma_ring.cuh, and session 17's grouped-GEMM y in bf16 (MOE_GROUPED_Y_BF16=1 against =0, the same
-#    binary): DeepSeek-V3 TP8, Qwen3-30B-A3B and Qwen3-235B-A22B TP8 fp8 at M=128..4096. Keep y in bf16 on by
+#    binary): DeepSeek-V3 TP8, Qwen3-30B-A3B and Qwen3-235B-A22B TP8 fp8 at M=1, 8 (the swap-AB kernels with
+#    sessions 17-18's switches compiled in and off, against eb2257a's) and 256..4096. Keep y in bf16 on by
 #    default if it is faster (it should be at M=1024 and 4096: half of y's bytes, 268-940 MB at 4096) and the
 #    forced-path test's "y in bf16" rows passed; revert 9e2ab51 if DeepSeek TP8 M=256..512 does not drop.
 # (The kernel timelines and ncu profiles are second.sh's, the second call.)
@@ -53,7 +54,7 @@ for run in o1 n1 y1 n2; do
   [ $(cap 999) -gt 25 ] || break
   b=$([ ${run:0:1} = o ] && echo o || echo n)
   env MOE_GROUPED_Y_BF16=$([ ${run:0:1} = y ] && echo 1 || echo 0) timeout $(cap 50) /tmp/$b/bin/moe bench \
-    --shapes $SH --formats fp8_block --M 256,512,1024,4096 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" |
+    --shapes $SH --formats fp8_block --M 1,8,256,512,1024,4096 --paths auto 2>&1 | grep -E "^(deepseek|qwen)" |
     sed "s/^/$run /"
   echo "$run t=$(el)" >&2
 done > $R/ab.log
