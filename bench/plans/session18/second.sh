@@ -17,7 +17,9 @@
 #    M = 1, 8, 64.
 # 4. The joint wave of the shared and routed swap-AB launches (MOE_SWAP_AB_JOINT_WAVE=1, session 17, untimed)
 #    against apart: DeepSeek-V3 and Qwen3-Next at M = 1, 4, 8. Default it if DeepSeek-V3 M=1 drops and nothing
-#    rises. (Whatever the time left does not fit is skipped: the cap() guards.)
+#    rises.
+# 5. The model with every decode switch on against all off. (Whatever the time left does not fit is skipped:
+#    the cap() guards.)
 # (The decode timelines and the ncu profiles are third.sh's.)
 # Carry: .carry/s18-gpu.tar.xz (main, scripts/pack-gpu-carry), .carry/second18.sh
 # Run:   END=580 bash .carry/second18.sh
@@ -73,4 +75,15 @@ pack
 op_ab MOE_SWAP_AB_JOINT_WAVE 0 60 "j0 j1 j0 j1" --shapes deepseek-v3,qwen3-next-80b-a3b --formats fp8_block \
   --M 1,4,8 --paths auto > $R/joint.log
 table $R/joint.log
+pack
+
+# 5. If time is left: the model with every decode switch on against all off, batch 1 and 8.
+ALL="MOE_GEMV_COMPACT=1 MOE_SWAP_AB_L2_AHEAD=2 MOE_COUNTER_WAITS=1 MOE_SWAP_AB_FP8_PAIRS_EARLY=1"
+for run in off on off on; do
+  [ $(cap 999) -gt 40 ] || break
+  # shellcheck disable=SC2086 # ALL is a list of NAME=VALUE words
+  env $([ $run = on ] && echo $ALL) timeout $(cap 45) /tmp/n/bin/moe bench --random-shape qwen3-30b-a3b \
+    --format fp8_block --batches 1,8 --prefill 0 2>&1 | grep -E "^decode" | sed "s/^/$run /"
+done > $R/all-switches-model.log
+cat $R/all-switches-model.log
 echo "done t=$(el)"; pack
