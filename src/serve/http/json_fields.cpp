@@ -22,11 +22,28 @@ const Json* field(const Json& j, const char* key) {
 
 }  // namespace
 
+namespace {
+
+// Deeper JSON is refused while it is parsed: a request a few KB long nested thousands of levels deep
+// overflowed the stack of the recursive code that walks it (the chat template's values, copies), which took
+// the whole server down. No OpenAI request (tool schemas included) comes near this.
+constexpr int kMaxJsonDepth = 128;
+
+struct TooDeep {};
+
+}  // namespace
+
 Json parse_body(const std::string& body) {
   Json j;
   try {
-    j = Json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
+    j = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxJsonDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    throw_bad_request(str("the request body nests deeper than ", kMaxJsonDepth, " levels"));
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds (1e309).
     throw_bad_request(str("malformed JSON body: ", e.what()));
   }
   if (!j.is_object()) throw_bad_request(str("the request body must be a JSON object, got ", j.type_name()));
@@ -45,6 +62,10 @@ std::optional<double> opt_number(const Json& j, const char* key) {
 std::optional<int64_t> opt_int(const Json& j, const char* key) {
   const Json* v = field(j, key);
   if (!v) return std::nullopt;
+  // An unsigned past int64's range would wrap negative (18446744073709551615 read as -1).
+  if (v->is_number_unsigned() &&
+      v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw_bad_request(str("'", key, "' is out of range"), key);
   if (v->is_number_integer()) return v->get<int64_t>();
   // 3.0 is accepted as 3, as Python clients sometimes send floats.
   if (v->is_number_float()) {

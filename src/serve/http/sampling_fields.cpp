@@ -1,6 +1,7 @@
 #include "serve/http/sampling_fields.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 #include "serve/http/api_error.h"
@@ -16,7 +17,11 @@ constexpr int kMaxTopLogprobs = 20;
 void read_common(const Json& j, SamplingParams& s) {
   if (auto v = opt_number(j, "temperature")) s.temperature = static_cast<float>(*v);
   if (auto v = opt_number(j, "top_p")) s.top_p = static_cast<float>(*v);
-  if (auto v = opt_int(j, "top_k")) s.top_k = static_cast<int>(*v);
+  // Clamped before the narrowing (4294967297 must not become 1); -1 and 0 mean off, as in vLLM and sglang.
+  if (auto v = opt_int(j, "top_k")) {
+    if (*v < -1) throw_bad_request("'top_k' must be -1 or 0 (off) or a positive count", "top_k");
+    s.top_k = static_cast<int>(std::min<int64_t>(*v, std::numeric_limits<int>::max()));
+  }
   if (auto v = opt_number(j, "min_p")) s.min_p = static_cast<float>(*v);
   if (auto v = opt_int(j, "n")) s.n = static_cast<int>(std::clamp<int64_t>(*v, -1, kMaxChoices + 1));
   if (auto v = opt_int(j, "seed")) s.seed = static_cast<uint64_t>(*v);
@@ -54,9 +59,12 @@ void validate_sampling(const SamplingParams& s) {
 SamplingParams parse_openai_sampling(const Json& body, OpenAiApi api) {
   SamplingParams s;
   read_common(body, s);
-  s.max_tokens = -1;
-  if (auto v = opt_int(body, "max_completion_tokens")) s.max_tokens = *v;
-  if (auto v = opt_int(body, "max_tokens")) s.max_tokens = *v;
+  s.max_tokens = -1;  // unset: as many as the context leaves (chat)
+  for (const char* key : {"max_completion_tokens", "max_tokens"})
+    if (auto v = opt_int(body, key)) {
+      if (*v < 0) throw_bad_request(str("'", key, "' must be >= 0"), key);
+      s.max_tokens = *v;
+    }
   if (s.max_tokens == -1 && api == OpenAiApi::Completions) s.max_tokens = 16;  // OpenAI's default
   if (api == OpenAiApi::Chat) {
     if (auto v = opt_bool(body, "logprobs")) s.logprobs = *v;

@@ -41,6 +41,24 @@ httplib::Server::Handler wrap(ServerState& st, const char* endpoint, Handler h) 
   };
 }
 
+// The message for an error the HTTP layer found before any handler ran.
+std::string http_error_message(int status, const std::string& method, const std::string& path) {
+  switch (status) {
+    case 404:
+      return "no route " + method + " " + path;
+    case 405:
+      return "method " + method + " not allowed on " + path;
+    case 413:
+      return "the request body is over the server's 64 MB limit";
+    case 414:
+      return "the request URI is too long";
+    case 431:
+      return "the request headers are too large";
+    default:
+      return "malformed HTTP request (status " + std::to_string(status) + ")";
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -59,8 +77,17 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options)
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(64u << 20);
   svr.set_keep_alive_timeout(5);
-  svr.set_read_timeout(60);
+  // A request is read within 15 s or dropped: each connection holds a worker thread while it is read, so a
+  // long read timeout let a few hundred stalled clients starve the rest (60 s: /health took 55 s behind 400
+  // of them). Responses, streams included, keep the long write timeout.
+  svr.set_read_timeout(15);
   svr.set_write_timeout(60);
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT let a second server start on a port in use and take
+  // half of its connections, instead of failing with "address in use".
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
+  });
 
   svr.Post("/v1/chat/completions", wrap(st, "/v1/chat/completions", handle_chat_completions));
   svr.Post("/v1/completions", wrap(st, "/v1/completions", handle_completions));
@@ -75,15 +102,16 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options)
   svr.Post("/tokenize", wrap(st, "/tokenize", handle_tokenize));
   svr.Post("/detokenize", wrap(st, "/detokenize", handle_detokenize));
 
-  // Unknown routes and methods: OpenAI-style 404 / 405 bodies (handlers set their own errors, left as they
-  // are).
+  // Errors the HTTP layer finds itself (no route, wrong method, a body over the limit, a URI or headers too
+  // long, a malformed request): OpenAI-style bodies under the status it chose (handlers set their own
+  // errors, left as they are).
   svr.set_error_handler([&st](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const int status = res.status == 405 ? 405 : 404;
-    const std::string msg = status == 404 ? "no route " + req.method + " " + req.path
-                                          : "method " + req.method + " not allowed on " + req.path;
+    const int status = res.status >= 400 ? res.status : 404;
     res.status = status;
-    res.set_content(error_body(status, msg, "invalid_request_error"), "application/json");
+    res.set_content(
+        error_body(status, http_error_message(status, req.method, req.path), "invalid_request_error"),
+        "application/json");
     st.metrics.count_request("unknown", status);
   });
   svr.set_logger([&st](const httplib::Request& req, const httplib::Response& res) {

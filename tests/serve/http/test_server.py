@@ -195,6 +195,79 @@ def bad_requests(srv):
     assert r.choices[0].finish_reason in ("stop", "length")
 
 
+@test
+def hostile_requests(srv):
+    """What a fuzz run found (session 18): each is a clear 4xx, and the server keeps serving."""
+    chat = {"messages": [{"role": "user", "content": "x"}], "max_tokens": 2}
+    # 12000 levels of nesting in 24 KB crashed the server (stack overflow in the code that walks the JSON).
+    deep = b'{"max_tokens": 2, "messages": [{"role": "user", "content": "x", "x": ' + b"[" * 12000 + b"]" * 12000 + b"}]}"
+    s, b = srv.post("/v1/chat/completions", raw=deep)
+    assert_error(s, b, 400)
+    assert "nests deeper" in b["error"]["message"], b
+    s, b = srv.post("/v1/chat/completions", raw=b'{"tools": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5000 + b"}")
+    assert_error(s, b, 400)
+    # A number no double holds was a 500.
+    s, b = srv.post("/v1/completions", raw=b'{"prompt": "x", "max_tokens": 1e309}')
+    assert_error(s, b, 400)
+    # uint64's largest read as -1 and was accepted; an explicit -1 too.
+    s, b = srv.post("/v1/completions", raw=b'{"prompt": "x", "max_tokens": 18446744073709551615}')
+    assert_error(s, b, 400, "max_tokens")
+    s, b = srv.post("/v1/chat/completions", dict(chat, max_tokens=-1))
+    assert_error(s, b, 400, "max_tokens")
+    s, b = srv.post("/v1/chat/completions", dict(chat, top_k=-5))
+    assert_error(s, b, 400, "top_k")
+    s, b = srv.post("/v1/chat/completions", dict(chat, top_k=4294967297, temperature=0))
+    assert s == 200, b
+    # HTTP-level errors keep their status (they were all 404 "no route"): a body over the 64 MB limit, a URI
+    # too long.
+    over = 65 << 20
+    s, b = raw_http(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n" % over + b"x" * over)
+    assert_error(s, b, 413)
+    s, b = srv.request("GET", "/health?" + "a" * 20000)
+    assert_error(s, json.loads(b), 414)
+    # and the server keeps serving
+    assert srv.request("GET", "/health")[0] == 200
+    r = client(srv).completions.create(model="tiny", prompt="still there?", max_tokens=2)
+    assert r.choices[0].finish_reason in ("stop", "length")
+
+
+def raw_http(port, data, timeout=30):
+    """Sends raw bytes, returns (status, JSON body) of the reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        reply = b""
+        while b"\r\n\r\n" not in reply or len(reply) < reply.find(b"\r\n\r\n") + 4 + content_length(reply):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), json.loads(body)
+
+
+def content_length(reply):
+    m = re.search(rb"(?i)content-length: *(\d+)", reply)
+    return int(m.group(1)) if m else 0
+
+
+def port_in_use(moe, model, workdir):
+    """A second server on a port in use fails to start (httplib's SO_REUSEPORT let it share the port)."""
+    with Server(moe, model, workdir) as srv:
+        second = subprocess_run_serve(moe, model, srv.port)
+        assert second.returncode != 0, second.stderr[-2000:]
+        assert srv.request("GET", "/health")[0] == 200
+
+
+def subprocess_run_serve(moe, model, port):
+    import subprocess
+    try:
+        return subprocess.run([moe, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(port)],
+                              capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"a second server on port {port} kept running: {e.stderr}")
+
+
 def metric(text, name):
     m = re.search(r"^" + re.escape(name) + r"(?:\{[^}]*\})? ([0-9.e+-]+)$", text, re.M)
     return float(m.group(1)) if m else None
@@ -375,7 +448,7 @@ def main():
         if not alive:
             failed.append("server died")
             print(srv.read_log()[-4000:])
-    for fn in (queue_full, reasoning_and_drain):
+    for fn in (queue_full, reasoning_and_drain, port_in_use):
         if args.k and args.k not in fn.__name__:
             continue
         t = time.time()
