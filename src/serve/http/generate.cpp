@@ -107,8 +107,10 @@ void handle_generate(ServerState& st, const httplib::Request& req, httplib::Resp
     if (lp.on) {
       r.sampling.logprobs = true;
       r.sampling.top_logprobs = lp.top;
-      if (lp.start_len >= 0) {
-        r.logprob_start_len = std::min<int64_t>(lp.start_len, static_cast<int64_t>(r.prompt_ids.size()));
+      // From logprob_start_len on, the prompt's own logprobs; at or past the prompt's end there are none (it
+      // was clamped to the length and then refused as not below it).
+      if (lp.start_len >= 0 && lp.start_len < static_cast<int64_t>(r.prompt_ids.size())) {
+        r.logprob_start_len = lp.start_len;
         r.prompt_top_logprobs = lp.top;
       }
     }

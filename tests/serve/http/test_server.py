@@ -218,6 +218,11 @@ def hostile_requests(srv):
     assert_error(s, b, 400, "top_k")
     s, b = srv.post("/v1/chat/completions", dict(chat, top_k=4294967297, temperature=0))
     assert s == 200, b
+    # logprob_start_len at or past the prompt's end: no prompt logprobs, not a 400.
+    s, b = srv.post("/generate", {"text": "hi there", "return_logprob": True, "logprob_start_len": 1000,
+                                  "sampling_params": {"max_new_tokens": 2}})
+    assert s == 200, b
+    assert len(b["meta_info"]["output_token_logprobs"]) == 2, b
     # HTTP-level errors keep their status (they were all 404 "no route"): a body over the 64 MB limit, a URI
     # too long.
     over = 65 << 20
