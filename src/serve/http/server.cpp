@@ -77,9 +77,9 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options)
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(64u << 20);
   svr.set_keep_alive_timeout(5);
-  // A request is read within 15 s or dropped: each connection holds a worker thread while it is read, so a
-  // long read timeout let a few hundred stalled clients starve the rest (60 s: /health took 55 s behind 400
-  // of them). Responses, streams included, keep the long write timeout.
+  // A connection silent for 15 s while its request is read is dropped: each holds a worker thread meanwhile,
+  // so a long read timeout let a few hundred stalled clients starve the rest (60 s: /health took 55 s behind
+  // 400 of them). Responses, streams included, keep the long write timeout.
   svr.set_read_timeout(15);
   svr.set_write_timeout(60);
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT let a second server start on a port in use and take
