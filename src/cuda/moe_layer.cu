@@ -710,8 +710,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   const bool x_codes_ready = ra.x_codes != nullptr && !self_routed;
   // The grouped GEMM's pair outputs in bf16 when the combine kernel reads them (not a consumer that takes
   // fp32 y: the combine left to the next norm), which then stores 16-byte pieces of out.
+  // From 1024 tokens: there halving y's bytes measured faster; below it, slower (expert_mma.h).
   const bool y_bf16 = stages == StagePath::Mma && !leave_combine && grouped_gemm_y_bf16() &&
-                      layer.hidden() % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+                      M >= grouped_gemm_y_bf16_min_tokens() && layer.hidden() % 8 == 0 &&
+                      reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (y_bf16) {
     g.y = nullptr;
     g.y_bf16 = ws.y.as<uint16_t>();

@@ -318,6 +318,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
              y_bf16_default = cuda::grouped_gemm_y_bf16();
+  const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
+  cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel : {Kernel{"wgmma swapped", true, true, true, true, false},
                                Kernel{"wgmma, A by TMA", true, false, true, true, false},
                                Kernel{"wgmma, A by cp.async", true, false, false, true, false},
@@ -370,6 +372,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_tma_a(tma_a_default);
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
+  cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

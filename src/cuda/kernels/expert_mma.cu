@@ -232,7 +232,8 @@ constexpr int kMinPairTile = 16;
 // quantisation, Qwen3-30B-A3B fp8 M=4096 839 against 876 us, DeepSeek-V3 TP8 1641 against 1713.
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
 // Off by default until measured on a GPU (written in session 17 without one): stage 2's pair outputs in bf16.
-EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", false);
+EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
+EnvCount y_bf16_min_tokens_setting("MOE_GROUPED_Y_BF16_MIN_TOKENS", 1024, 0, 1 << 30);
 
 }  // namespace
 
@@ -297,6 +298,14 @@ bool grouped_gemm_y_bf16() {
 
 void set_grouped_gemm_y_bf16(bool on) {
   y_bf16_switch.set(on);
+}
+
+int grouped_gemm_y_bf16_min_tokens() {
+  return y_bf16_min_tokens_setting.get();
+}
+
+void set_grouped_gemm_y_bf16_min_tokens(int tokens) {
+  y_bf16_min_tokens_setting.set(tokens);
 }
 
 bool mma_supported(WFormat f, AQuant q) {

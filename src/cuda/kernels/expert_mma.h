@@ -89,10 +89,16 @@ void set_grouped_gemm_quantises_h(bool on);
 // instead of fp32: half of the bytes stage 2 writes and the combine reads, [pairs, H] (Qwen3-30B-A3B at 4096
 // tokens: 268 MB in fp32; DeepSeek-V3 TP8: 940 MB). FORMATS.md sums y in fp32; rounding each pair's y to bf16
 // first moves the output by about 1e-3 relative L2 (the cases allow 1e-2 for bf16, 2e-2 for fp8), as vLLM's
-// and sglang's bf16 intermediate caches do. Off unless MOE_GROUPED_Y_BF16=1; set_grouped_gemm_y_bf16
-// overrides it.
+// and sglang's bf16 intermediate caches do. On from grouped_gemm_y_bf16_min_tokens() tokens unless
+// MOE_GROUPED_Y_BF16=0; set_grouped_gemm_y_bf16 overrides it. Measured (H100, session 18, against fp32 y in
+// one lease): M=4096 Qwen3-30B-A3B 859 vs 887 us, Qwen3-235B-A22B TP8 768 vs 888, DeepSeek-V3 TP8 1596 vs
+// 1800; M=1024 -2.5 to -3.6 %; at M=512 it was 1-3 % slower, hence the threshold.
 bool grouped_gemm_y_bf16();
 void set_grouped_gemm_y_bf16(bool on);
+// The fewest tokens a call takes y in bf16 at: 1024 unless MOE_GROUPED_Y_BF16_MIN_TOKENS says otherwise
+// (tests set 0 to run the bf16 y at any M).
+int grouped_gemm_y_bf16_min_tokens();
+void set_grouped_gemm_y_bf16_min_tokens(int tokens);
 
 // Both stages for the grouping in `a` (a.xq is not used: x is read as bf16 and quantised here when needed).
 void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const MmaScratch& s,

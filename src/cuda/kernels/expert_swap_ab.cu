@@ -751,7 +751,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 
 namespace {
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
-EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", false);
+EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 }  // namespace
 
 bool swap_ab_fp8_pairs_early() {

@@ -64,9 +64,10 @@ void set_swap_ab_l2_ahead(int steps);
 
 // Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
 // h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
-// check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). Off unless
-// MOE_SWAP_AB_FP8_PAIRS_EARLY=1 (session 18, written without a GPU; session 10 found the bf16 form's
-// registers spilling the fp8 kernels); set_swap_ab_fp8_pairs_early overrides it. Never changes a bit.
+// check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). On unless
+// MOE_SWAP_AB_FP8_PAIRS_EARLY=0 (H100, session 18, in one lease: Qwen3-30B-A3B fp8 M=1 26.7 vs 27.0 us, M=8
+// 107.8 vs 108.2, M=64 248.0 vs 249.9; DeepSeek-V3 TP8 M=1 62.2 vs 62.6); set_swap_ab_fp8_pairs_early
+// overrides it. Never changes a bit.
 bool swap_ab_fp8_pairs_early();
 void set_swap_ab_fp8_pairs_early(bool on);
 
