@@ -52,6 +52,10 @@ __device__ void tc_split_keys(const float (*q)[D], const uint16_t* k_new, const 
   float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
   for (int tb = j0; tb < j1; tb += kTileKeys) {
     cuda::cp_async_wait<0>();
+    // A thread's wait covers its own copies only: the new key's row is zero-filled by the copies of the warp
+    // whose keys hold it, so every thread's must have landed before that row is written here
+    // (compute-sanitizer's racecheck, session 18: the zero fill could overwrite the new key).
+    if (new_key >= tb && new_key < tb + kTileKeys) __syncthreads();
     if (new_key >= tb && new_key < tb + kTileKeys && threadIdx.x < D / 8) {
       const int r = new_key - tb;
       reinterpret_cast<uint4*>(tile + r * kRowBytes)[threadIdx.x] =
