@@ -22,12 +22,6 @@ __device__ __forceinline__ void count_arrive(unsigned* counter) {
   asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
 }
 
-// The whole block's arrival, by thread 0 after a barrier (every thread of the block calls it).
-__device__ __forceinline__ void block_arrive(unsigned* counter) {
-  __syncthreads();
-  if (threadIdx.x == 0) count_arrive(counter);
-}
-
 // Thread 0 waits until `target` arrivals (kBackOff: sleeping between polls, so hundreds of waiting blocks do
 // not load the counter's L2 line); the barrier carries the acquire to the block. Over two seconds means a
 // producer could never run or never arrived: trap rather than hang.

@@ -25,6 +25,7 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/pdl.cuh"
@@ -84,12 +85,6 @@ struct Geometry {
                   // (MOE_FUSED_L2_PREFETCH=1)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 __device__ __forceinline__ void stamp(const FusedArgs& a, TimelineEvent ev) {
   if (a.timeline && threadIdx.x == 0) a.timeline[blockIdx.x * kEvents + ev] = globaltimer();
@@ -235,7 +230,7 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint8_t* row_lo, c
 // the next call before it moves the generation on. A spin of over two seconds means a block could not
 // become resident: trap rather than hang.
 __device__ void grid_barrier(unsigned* bar) {
-  const unsigned gen = ld_acquire(bar + 1);
+  const unsigned gen = load_acquire_gpu(bar + 1);
   unsigned arrived;
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
   if (arrived == gridDim.x - 1) {
@@ -244,7 +239,7 @@ __device__ void grid_barrier(unsigned* bar) {
     return;
   }
   const unsigned long long t0 = globaltimer();
-  for (int spin = 0; ld_acquire(bar + 1) == gen; ++spin) {
+  for (int spin = 0; load_acquire_gpu(bar + 1) == gen; ++spin) {
     if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
   }
 }
