@@ -25,7 +25,9 @@ namespace {
 
 constexpr int kThreads = 128;
 
-enum class Wait { Stream, Pdl, Counter, CounterSleep };
+enum class Mode { Stream, Pdl, Counter, CounterSleep, Persistent };
+constexpr Mode kModes[] = {Mode::Stream, Mode::Pdl, Mode::Counter, Mode::CounterSleep, Mode::Persistent};
+constexpr const char* kModeNames[] = {"stream", "pdl", "counter", "counter-sleep", "persistent"};
 
 struct Chain {
   uint32_t* vals;            // [links + 1][stride]: row k is link k's input
@@ -66,13 +68,14 @@ __global__ void seed_kernel(Chain c) {
   }
 }
 
-// Every link triggers its successor at once (as the model's kernels do), then waits its way.
-template <Wait kWait>
+// One link of a chain kernel per launch (every mode but Persistent): it triggers its successor at once (as
+// the model's kernels do), then waits its way.
+template <Mode kMode>
 __global__ void __launch_bounds__(kThreads) link_kernel(Chain c, int link) {
-  if constexpr (kWait != Wait::Stream) pdl_trigger();
-  if constexpr (kWait == Wait::Pdl) pdl_wait();
-  constexpr bool kCounter = kWait == Wait::Counter || kWait == Wait::CounterSleep;
-  if constexpr (kCounter) count_wait<kWait == Wait::CounterSleep>(c.arrived + link, c.blocks);
+  if constexpr (kMode != Mode::Stream) pdl_trigger();
+  if constexpr (kMode == Mode::Pdl) pdl_wait();
+  constexpr bool kCounter = kMode == Mode::Counter || kMode == Mode::CounterSleep;
+  if constexpr (kCounter) count_wait<kMode == Mode::CounterSleep>(c.arrived + link, c.blocks);
   const uint32_t sum = read_row(c, link);
   if (threadIdx.x == 0) {
     write_row(c, link, sum);
@@ -92,10 +95,6 @@ __global__ void __launch_bounds__(kThreads) persistent_kernel(Chain c, int links
   }
 }
 
-enum class Mode { Stream, Pdl, Counter, CounterSleep, Persistent };
-constexpr Mode kModes[] = {Mode::Stream, Mode::Pdl, Mode::Counter, Mode::CounterSleep, Mode::Persistent};
-constexpr const char* kModeNames[] = {"stream", "pdl", "counter", "counter-sleep", "persistent"};
-
 // The buffers' sizes, the same for every graph, so a chain's time and its empty chain's differ by links only.
 struct Sizes {
   size_t vals_bytes, arrived_bytes;
@@ -111,16 +110,16 @@ void enqueue_chain(Mode mode, const Chain& c, int links, Sizes z, cudaStream_t s
     MOE_CUDA_CHECK_LAUNCH();
     return;
   }
+  // The overlapped modes' kernels; stream order launches plainly.
+  void (*const overlapped)(Chain, int) = mode == Mode::Pdl       ? link_kernel<Mode::Pdl>
+                                         : mode == Mode::Counter ? link_kernel<Mode::Counter>
+                                                                 : link_kernel<Mode::CounterSleep>;
   for (int link = 0; link < links; ++link) {
     if (mode == Mode::Stream) {
-      link_kernel<Wait::Stream><<<c.blocks, kThreads, 0, s>>>(c, link);
+      link_kernel<Mode::Stream><<<c.blocks, kThreads, 0, s>>>(c, link);
       MOE_CUDA_CHECK_LAUNCH();
-    } else if (mode == Mode::Pdl) {
-      launch_overlapped(link_kernel<Wait::Pdl>, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
-    } else if (mode == Mode::Counter) {
-      launch_overlapped(link_kernel<Wait::Counter>, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
     } else {
-      launch_overlapped(link_kernel<Wait::CounterSleep>, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
+      launch_overlapped(overlapped, dim3(c.blocks), dim3(kThreads), 0, s, c, link);
     }
   }
 }
