@@ -2,12 +2,11 @@
 # Session 18's attention race fix (dc5e4aa) on the GPU: racecheck over decode steps, the model tests, the fixtures.
 # Carry: .carry/s18c-gpu.tar.xz (scripts/pack-gpu-carry at dc5e4aa or later), this script as .carry/race18.sh.
 set -uo pipefail
-R=/tmp/r6; mkdir -p $R /tmp/n
-tar -C /tmp/n -xJf .carry/s18c-gpu.tar.xz
-cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
+R=/tmp/r6; mkdir -p $R
+source bench/plans/lib/gpu-env.sh
+unpack_carry .carry/s18c-gpu.tar.xz /tmp/n
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $R/gpu.txt
+record_gpu $R/gpu.txt
 timeout 130 $CS --tool racecheck --print-limit 20 /tmp/n/bin/moe bench --random-shape qwen3-30b-a3b \
   --format fp8_block --layers 2 --batches 1,8 --context 1024 --prefill 0 --reps 1 > $R/racecheck.log 2>&1
 echo "racecheck rc $?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Race reported" $R/racecheck.log | head -8

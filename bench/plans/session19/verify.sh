@@ -3,11 +3,10 @@
 # tests and cases (no benches), then the MoE op at the defaults. Carry: .carry/s18b-gpu.tar.xz (scripts/pack-gpu-carry
 # at c2064c1 or later), this script as .carry/verify18.sh.   Run: bash .carry/verify18.sh
 set -uo pipefail
-R=/tmp/r4; mkdir -p $R/gc /tmp/n
-tar -C /tmp/n -xJf .carry/s18b-gpu.tar.xz
-cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=/tmp/n/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $R/gpu.txt
+R=/tmp/r4; mkdir -p $R/gc
+source bench/plans/lib/gpu-env.sh
+unpack_carry .carry/s18b-gpu.tar.xz /tmp/n
+record_gpu $R/gpu.txt
 GPU_CHECK_QUICK=1 GPU_CHECK_NO_TP=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout 300 scripts/gpu-check > $R/gc/gc.log 2>&1
 echo "gpu-check rc $?"
 grep -E "^\[  FAILED" $R/gc/gpu-tests.log | head
