@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -265,7 +266,6 @@ def port_in_use(moe, model, workdir):
 
 
 def subprocess_run_serve(moe, model, port):
-    import subprocess
     try:
         return subprocess.run([moe, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(port)],
                               capture_output=True, text=True, timeout=30)
