@@ -13,6 +13,7 @@
 #include "cli/tp_flags.h"
 #include "core/error.h"
 #include "serve/engine/engine.h"
+#include "serve/http/port_probe.h"
 #include "serve/http/server.h"
 #include "serve/tokenizer/tokenizer_config.h"
 
@@ -66,6 +67,8 @@ int cmd_serve(int argc, char** argv) {
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
 
+  // Before the load, which can take minutes: a port in use fails now.
+  serve::http::require_bindable(so.host, so.port);
   const auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "serve: loading %s (backend %s, tp %d%s, %lld KV pages of %lld tokens)\n",
                eo.model_dir.c_str(), eo.backend.c_str(), eo.backend_options.tp_size,

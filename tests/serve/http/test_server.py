@@ -258,19 +258,26 @@ def content_length(reply):
 
 
 def port_in_use(moe, model, workdir):
-    """A second server on a port in use fails to start (httplib's SO_REUSEPORT let it share the port)."""
+    """A second server on a port in use fails to start (httplib's SO_REUSEPORT let it share the port), and
+    fails before it loads the model (which can take minutes); so does an address this machine does not have."""
     with Server(moe, model, workdir) as srv:
-        second = subprocess_run_serve(moe, model, srv.port)
+        second = subprocess_run_serve(moe, model, "127.0.0.1", srv.port)
         assert second.returncode != 0, second.stderr[-2000:]
+        assert f"cannot listen on 127.0.0.1:{srv.port}" in second.stderr, second.stderr[-2000:]
+        assert "serve: loading" not in second.stderr, second.stderr[-2000:]
         assert srv.request("GET", "/health")[0] == 200
+    bad_host = subprocess_run_serve(moe, model, "192.0.2.1", 30123)
+    assert bad_host.returncode != 0, bad_host.stderr[-2000:]
+    assert "cannot listen on 192.0.2.1:30123" in bad_host.stderr, bad_host.stderr[-2000:]
+    assert "serve: loading" not in bad_host.stderr, bad_host.stderr[-2000:]
 
 
-def subprocess_run_serve(moe, model, port):
+def subprocess_run_serve(moe, model, host, port):
     try:
-        return subprocess.run([moe, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(port)],
+        return subprocess.run([moe, "serve", "--model", model, "--host", host, "--port", str(port)],
                               capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"a second server on port {port} kept running: {e.stderr}")
+        raise AssertionError(f"a second server on {host}:{port} kept running: {e.stderr}")
 
 
 def metric(text, name):
