@@ -184,8 +184,7 @@ template <int kHalf>
 __device__ __forceinline__ void promote_half(float (&acc)[64], float (&part)[32], const float* scales,
                                              int row0, int tig) {
   wgmma_fence_operands(part);
-  add_scaled_partial_at<8, 8 * kHalf, 16>(acc, part, scales[row0], scales[row0 + 8],
-                                          scales + kMmaBM + 64 * kHalf, tig);
+  add_scaled_partial_at<8, 8 * kHalf, 16>(acc, part, scales[row0], scales[row0 + 8], scales + kMmaBM, tig);
 }
 
 // kChunk fp8 K steps with each step's two 64-column halves in partials of their own, so that the tensor cores
