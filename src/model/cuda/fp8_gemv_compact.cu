@@ -29,11 +29,15 @@ std::atomic<int64_t> compact_launches{0};
 constexpr int kThreads = 32 * kWarps;
 constexpr size_t kWeightBytes = static_cast<size_t>(kThreads) * kLaneChunks * 16;
 
-// A weight chunk into shared memory, evict-first in L2 as the register kernel's streaming loads (a decode
-// step reads each weight once); when !valid, zero-filled with nothing read (src-size 0).
-__device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool valid, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(cuda::smem_addr(dst)),
-               "l"(src), "r"(valid ? 16 : 0), "l"(policy)
+// A weight chunk into shared memory; when !valid, zero-filled with nothing read (src-size 0). Without the
+// register kernel's evict-first L2 policy: with `.L2::cache_hint` here, ptxas 13.0 compiled the measuring
+// build's kernel (scripts/build-measuring MOE_KERNEL_TIMELINE) with its policy register never written
+// (`LDGSTS ... desc[UR1]`, UR1 defined nowhere), which the GPU stopped on with cudaErrorIllegalInstruction
+// (compute-sanitizer, session 19; the same ptxas fault as IST-DASLab/marlin issue 44). The normal build's
+// SASS set the policy, but nothing kept the next build from losing it.
+__device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(cuda::smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
                : "memory");
 }
 
@@ -55,7 +59,6 @@ __global__ void __launch_bounds__(kThreads)
   const int vecs = cols / 16;
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
   load_block_scales<R>(scale, cols, block_scales);
-  const uint64_t policy = cuda::l2_evict_first_policy();
   // (The register kernel's chunk loop, copying to shared memory; it stays apart so that kernel's code is
   // unchanged.)
 #pragma unroll
@@ -65,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int v = lane + 32 * u;
-      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs, policy);
+      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs);
     }
   }
   cuda::cp_async_commit();
