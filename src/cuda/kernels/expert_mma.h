@@ -79,12 +79,6 @@ int grouped_gemm_swap_max_tile();
 // slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
-// Whether the wgmma kernel's fp8 K steps run as two 64-column halves, each promoted while the other's wgmma
-// run (expert_wgmma.cu, fp8_chunk_in_halves), instead of a whole step promoted after all its wgmma: off
-// unless MOE_WGMMA_HALVES=1 (not measured yet; A rows by cp.async only); set_grouped_gemm_halves overrides
-// it. The same bits.
-bool grouped_gemm_halves();
-void set_grouped_gemm_halves(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

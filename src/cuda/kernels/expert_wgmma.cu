@@ -147,106 +147,15 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
     }
 }
 
-// The ring's barriers and where its slots start, as the consumers use them.
-struct ConsumerRing {
-  uint64_t* full;
-  uint64_t* empty;
-  uint32_t smem0;       // slot 0's shared address
-  const uint8_t* smem;  // the same as a pointer (the scales are read through it)
-};
-
-// An fp8 slot's scales: the tile rows' (A) then the tile columns' (B).
-template <bool kFp8>
-__device__ __forceinline__ const float* slot_scales(const ConsumerRing& ring, int slot) {
-  return reinterpret_cast<const float*>(ring.smem + slot * slot_bytes<kFp8>() + 2 * kMmaTileBytes);
-}
-
-// One fp8 K step's wgmma of one 64-column half of the tile (B rows 64 half ..) into `part`, committed as one
-// group.
-template <int kHalf>
-__device__ __forceinline__ void issue_half(float (&part)[32], uint32_t a_base, uint32_t b_base) {
-  wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-    wgmma_m64n_32B<true, 64>(part, wgmma_desc_sw128(a_base + 32 * ks),
-                             wgmma_desc_sw128(b_base + 64 * kHalf * kTileRowBytes + 32 * ks), ks > 0);
-  wgmma_commit();
-}
-
-// This warp is done with the slot (its wgmma and its scale reads).
-__device__ __forceinline__ void release_slot(const ConsumerRing& r, int slot, int lane) {
-  __syncwarp();
-  if (lane == 0) mbar_arrive(&r.empty[slot]);
-}
-
-// A finished half's partial into the accumulators' columns 64 half .., times its slot's scales.
-template <int kHalf>
-__device__ __forceinline__ void promote_half(float (&acc)[64], float (&part)[32], const float* scales,
-                                             int row0, int tig) {
-  wgmma_fence_operands(part);
-  add_scaled_partial_at<8, 8 * kHalf, 16>(acc, part, scales[row0], scales[row0 + 8], scales + kMmaBM, tig);
-}
-
-// kChunk fp8 K steps with each step's two 64-column halves in partials of their own, so that the tensor cores
-// hold one half while the other is promoted: step s's first half is issued, then step s-1's second half is
-// waited for and promoted (and its slot released), then step s's second half is issued and its first half
-// promoted. The whole-tile loop instead waits for all four of a step's wgmma before its promotion, and both
-// consumer warpgroups promote at the same time, idling the tensor cores (ncu at M=4096: 29 % busy, the top
-// stall the wait before the promotion). Two 32-register partials fit beside the 64 accumulators where two
-// 64-register ones did not. The steps are unrolled and the chunk drains its wgmma at its end: ptxas
-// serialises every wgmma (C7514) when one is still in flight at a loop's back edge or where paths merge.
-template <bool kTmaA, int kChunk>
-__device__ __forceinline__ void fp8_chunk_in_halves(const ConsumerRing& r, int cw, int row0, int tig,
-                                                    int lane, int& ring, float (&acc)[64]) {
-  constexpr int kSlot = slot_bytes<true>();
-  float first[32], second[32];
-  int slot = 0, prev_slot = 0;
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i, ++ring) {
-    slot = ring % kStages;
-    mbar_wait(&r.full[slot], (ring / kStages) & 1);
-    if (!kTmaA) fence_proxy_async_shared();
-    const uint32_t a_base = r.smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-    const uint32_t b_base = r.smem0 + slot * kSlot + kMmaTileBytes;
-    issue_half<0>(first, a_base, b_base);
-    if (i > 0) {
-      wgmma_wait<1>();
-      promote_half<1>(acc, second, slot_scales<true>(r, prev_slot), row0, tig);
-      release_slot(r, prev_slot, lane);
-    }
-    issue_half<1>(second, a_base, b_base);
-    wgmma_wait<1>();
-    promote_half<0>(acc, first, slot_scales<true>(r, slot), row0, tig);
-    prev_slot = slot;
-  }
-  wgmma_wait<0>();
-  promote_half<1>(acc, second, slot_scales<true>(r, slot), row0, tig);
-  release_slot(r, slot, lane);
-}
-
-// An fp8 work item's K steps in chunks of four, then one by one.
-template <bool kTmaA>
-__device__ __forceinline__ void fp8_item_in_halves(const MmaKernelArgs& a, const ConsumerRing& r, int cw,
-                                                   int row0, int tig, int lane, int& ring, float (&acc)[64]) {
-  constexpr int kChunk = 4;
-  int step = 0;
-  for (; step + kChunk <= a.steps; step += kChunk)
-    fp8_chunk_in_halves<kTmaA, kChunk>(r, cw, row0, tig, lane, ring, acc);
-  for (; step < a.steps; ++step) fp8_chunk_in_halves<kTmaA, 1>(r, cw, row0, tig, lane, ring, acc);
-}
-
 // kTmaA (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a gather:
 // the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
 // threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
 // consumers need no proxy fence, and the A bytes bypass the load/store unit.
-// kHalves (fp8): each K step in two 64-column halves whose promotion overlaps the other's wgmma
-// (fp8_item_in_halves).
-template <bool kFp8, int kStage, bool kTmaA, bool kHalves>
+template <bool kFp8, int kStage, bool kTmaA>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
-  static_assert(kFp8 || !kHalves, "the halves' promotion is fp8's");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
   if (static_cast<int>(blockIdx.x) >= runs) return;
@@ -321,42 +230,38 @@ __global__ void __launch_bounds__(kThreads, 1)
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-      if constexpr (kHalves) {
-        fp8_item_in_halves<kTmaA>(a, {full, empty, smem0, smem}, cw, row0, tig, lane, ring, acc);
-      } else {
-        for (int step = 0; step < a.steps; ++step, ++ring) {
-          const int slot = ring % kStages, round = ring / kStages;
-          mbar_wait(&full[slot], round & 1);
-          // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
-          if (!kTmaA) fence_proxy_async_shared();
-          const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-          const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
-          if constexpr (kFp8) {
-            float part[64];
-            wgmma_fence();
+      for (int step = 0; step < a.steps; ++step, ++ring) {
+        const int slot = ring % kStages, round = ring / kStages;
+        mbar_wait(&full[slot], round & 1);
+        // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
+        if (!kTmaA) fence_proxy_async_shared();
+        const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+        const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
+        if constexpr (kFp8) {
+          float part[64];
+          wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ++ks)
-              wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
-                                      wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
-            wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operands(part);
-            const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
-            const float* sb = sa + kMmaBM;
-            add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
-          } else {
-            wgmma_fence();
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
+                                    wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(part);
+          const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+          const float* sb = sa + kMmaBM;
+          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
+        } else {
+          wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ++ks)
-              wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
-                                       wgmma_desc_sw128(b_base + 32 * ks), true);
-            wgmma_commit();
-            wgmma_wait<0>();
-            wgmma_fence_operands(acc);
-          }
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&empty[slot]);
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
+                                     wgmma_desc_sw128(b_base + 32 * ks), true);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(acc);
         }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);
       }
       if (kFp8 && kStage == 1 && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
@@ -391,17 +296,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 
-// MOE_WGMMA_HALVES: fp8's K steps in two 64-column halves, one's promotion beside the other's wgmma.
-EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
-
-template <bool kFp8, int kStage, bool kTmaA, bool kHalves = false>
+template <bool kFp8, int kStage, bool kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves>;
+  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -428,20 +330,9 @@ void set_grouped_gemm_tma_a(bool on) {
   tma_a_switch.set(on);
 }
 
-bool grouped_gemm_halves() {
-  return halves_switch.get();
-}
-
-void set_grouped_gemm_halves(bool on) {
-  halves_switch.set(on);
-}
-
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
   if (fp8 && grouped_gemm_tma_a())
     stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
-  else if (fp8 && grouped_gemm_halves())
-    stage == 1 ? launch<true, 1, false, true>(k, max_tiles, stream)
-               : launch<true, 2, false, true>(k, max_tiles, stream);
   else if (fp8)
     stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
   else

@@ -53,29 +53,20 @@ __device__ __forceinline__ void tma_gate_up_tile(uint32_t dst, const void* map, 
   }
 }
 
-// An fp8 K step's partial sums of kJ 8-column groups into the accumulators' groups kJ0.. (of kAccJ), times
-// the scales of the thread's rows (s0 for row r, s1 for row r + 8) and of its columns (col_scales[8j + 2 tig]
-// and the next, for each group j of the partial): wgmma's m64nN accumulator fragment, 4 values per 8 columns.
-template <int kJ, int kJ0, int kAccJ>
-__device__ __forceinline__ void add_scaled_partial_at(float (&acc)[4 * kAccJ], const float (&part)[4 * kJ],
-                                                      float s0, float s1, const float* col_scales, int tig) {
-  static_assert(kJ0 + kJ <= kAccJ, "the partial's columns lie inside the accumulator's");
-#pragma unroll
-  for (int j = 0; j < kJ; ++j) {
-    const float2 c = *reinterpret_cast<const float2*>(col_scales + 8 * (kJ0 + j) + 2 * tig);
-    const int d = 4 * (kJ0 + j);
-    acc[d + 0] = fmaf(part[4 * j + 0], s0 * c.x, acc[d + 0]);
-    acc[d + 1] = fmaf(part[4 * j + 1], s0 * c.y, acc[d + 1]);
-    acc[d + 2] = fmaf(part[4 * j + 2], s1 * c.x, acc[d + 2]);
-    acc[d + 3] = fmaf(part[4 * j + 3], s1 * c.y, acc[d + 3]);
-  }
-}
-
-// The same over all of the accumulator's columns.
+// An fp8 K step's partial sums into the accumulators, times the scales of the thread's rows (s0 for row r,
+// s1 for row r + 8) and of its columns (col_scales[8j + 2 tig] and the next, for each of the kJ 8-column
+// groups): wgmma's m64nN accumulator fragment, 4 values per 8 columns.
 template <int kJ>
 __device__ __forceinline__ void add_scaled_partial(float (&acc)[4 * kJ], const float (&part)[4 * kJ],
                                                    float s0, float s1, const float* col_scales, int tig) {
-  add_scaled_partial_at<kJ, 0, kJ>(acc, part, s0, s1, col_scales, tig);
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const float2 c = *reinterpret_cast<const float2*>(col_scales + 8 * j + 2 * tig);
+    acc[4 * j + 0] = fmaf(part[4 * j + 0], s0 * c.x, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(part[4 * j + 1], s0 * c.y, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(part[4 * j + 2], s1 * c.x, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(part[4 * j + 3], s1 * c.y, acc[4 * j + 3]);
+  }
 }
 
 }  // namespace moe::cuda
