@@ -231,7 +231,8 @@ constexpr int kMinPairTile = 16;
 // Off by default: on an H200 (session 15) fp8_rows after the GEMM measured faster than the epilogue's
 // quantisation, Qwen3-30B-A3B fp8 M=4096 839 against 876 us, DeepSeek-V3 TP8 1641 against 1713.
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
-// Off by default until measured on a GPU (written in session 17 without one): stage 2's pair outputs in bf16.
+// Stage 2's pair outputs in bf16, on by default from the token count below (measured in session 18:
+// expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
 EnvCount y_bf16_min_tokens_setting("MOE_GROUPED_Y_BF16_MIN_TOKENS", 1024, 0, 1 << 30);
 

@@ -20,10 +20,6 @@ const Json* field(const Json& j, const char* key) {
   throw_bad_request(str("'", key, "' must be ", expected, ", got ", v.type_name()), key);
 }
 
-}  // namespace
-
-namespace {
-
 // Deeper JSON is refused while it is parsed: a request a few KB long nested thousands of levels deep
 // overflowed the stack of the recursive code that walks it (the chat template's values, copies), which took
 // the whole server down. No OpenAI request (tool schemas included) comes near this.

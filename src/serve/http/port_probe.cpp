@@ -11,6 +11,11 @@
 
 namespace moe::serve::http {
 
+void set_listen_socket_options(int fd) {
+  int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
 void require_bindable(const std::string& host, int port) {
   if (port == 0) return;
   addrinfo hints{};
@@ -29,10 +34,7 @@ void require_bindable(const std::string& host, int port) {
       reason = std::strerror(errno);
       continue;
     }
-    // The server's own option (server.cpp): SO_REUSEADDR, so a port in TIME_WAIT passes here as it does
-    // there.
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    set_listen_socket_options(fd);
     if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 1) == 0)
       bound = true;
     else

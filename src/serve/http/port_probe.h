@@ -11,4 +11,9 @@ namespace moe::serve::http {
 // port taken in between still fails there.
 void require_bindable(const std::string& host, int port);
 
+// The options the server's listening socket gets before it binds, and the probe's socket too, so the two
+// agree: SO_REUSEADDR only (a port in TIME_WAIT can be taken again). httplib's default adds SO_REUSEPORT,
+// which let a second server start on a port in use and take half of its connections.
+void set_listen_socket_options(int fd);
+
 }  // namespace moe::serve::http

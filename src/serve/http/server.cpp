@@ -6,12 +6,16 @@
 
 #include "core/error.h"
 #include "serve/http/api_error.h"
+#include "serve/http/port_probe.h"
 #include "serve/http/routes.h"
 #include "serve/http/server_state.h"
 
 namespace moe::serve::http {
 
 namespace {
+
+// The largest request body read (httplib answers 413 past it).
+constexpr size_t kMaxBodyMiB = 64;
 
 using Handler = void (*)(ServerState&, const httplib::Request&, httplib::Response&);
 using Clock = std::chrono::steady_clock;
@@ -49,7 +53,7 @@ std::string http_error_message(int status, const std::string& method, const std:
     case 405:
       return "method " + method + " not allowed on " + path;
     case 413:
-      return "the request body is over the server's 64 MB limit";
+      return "the request body is over the server's " + std::to_string(kMaxBodyMiB) + " MB limit";
     case 414:
       return "the request URI is too long";
     case 431:
@@ -75,19 +79,14 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options)
   httplib::Server& svr = impl_->server;
   const size_t threads = static_cast<size_t>(std::max(8, st.options.worker_threads));
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  svr.set_payload_max_length(64u << 20);
+  svr.set_payload_max_length(kMaxBodyMiB << 20);
   svr.set_keep_alive_timeout(5);
   // A connection silent for 15 s while its request is read is dropped: each holds a worker thread meanwhile,
   // so a long read timeout let a few hundred stalled clients starve the rest (60 s: /health took 55 s behind
   // 400 of them). Responses, streams included, keep the long write timeout.
   svr.set_read_timeout(15);
   svr.set_write_timeout(60);
-  // SO_REUSEADDR only: httplib's default SO_REUSEPORT let a second server start on a port in use and take
-  // half of its connections, instead of failing with "address in use".
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<void*>(&yes), sizeof(yes));
-  });
+  svr.set_socket_options([](socket_t sock) { set_listen_socket_options(sock); });
 
   svr.Post("/v1/chat/completions", wrap(st, "/v1/chat/completions", handle_chat_completions));
   svr.Post("/v1/completions", wrap(st, "/v1/completions", handle_completions));
