@@ -22,10 +22,16 @@ enum TimelineKind : int {
   kTlKinds
 };
 
+// Points inside a kernel's work after its wait (KernelTimelineScope::mark), so a launch's time after the wait
+// can be split into its phases: e.g. attention's new-token preparation, key loop, partial write and the last
+// block's combine.
+constexpr int kKernelTimelineMarks = 4;
+
 struct KernelTimelineRecord {
   unsigned long long start, waited, end;  // globaltimer ns; waited 0 when the kernel does not wait
   int kind;
   unsigned launch, block, blocks;
+  unsigned long long mark[kKernelTimelineMarks] = {};  // 0: the block did not reach (or has no) mark i
 };
 
 constexpr unsigned kKernelTimelineRecords = 1u << 20;
@@ -41,10 +47,13 @@ struct KernelTimelineBuffer {
 // (the kinds of its launches in order, from a q/k/v GEMV followed by attention through the MoE combine), the
 // median over the layers of that shape of each launch's first block start, first and last predecessor-wait
 // return, last block end (us after the layer's first start) and span (its end minus its start).
+// marks[i]: the median over the layers of when the launch's last block to reach mark i reached it; negative
+// when no block of the launch marks i.
 struct KernelTimelineRow {
   int kind;
   unsigned blocks;
   double start, first_wait, last_wait, end, span;
+  double marks[kKernelTimelineMarks];
 };
 struct KernelTimelineSummary {
   size_t records = 0, launches = 0, layers = 0;

@@ -18,6 +18,7 @@ struct Launch {
   int kind = 0;
   unsigned blocks = 0, seen = 0;
   unsigned long long start = ~0ull, first_wait = ~0ull, last_wait = 0, end = 0;
+  unsigned long long last_mark[kKernelTimelineMarks] = {};  // the last block's arrival at each mark
 };
 
 double median(std::vector<double> v) {
@@ -49,6 +50,7 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
     ++l.seen;
     l.start = std::min(l.start, r.start);
     l.end = std::max(l.end, r.end);
+    for (int i = 0; i < kKernelTimelineMarks; ++i) l.last_mark[i] = std::max(l.last_mark[i], r.mark[i]);
     if (r.waited) {
       l.first_wait = std::min(l.first_wait, r.waited);
       l.last_wait = std::max(l.last_wait, r.waited);
@@ -81,7 +83,7 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
   out.shape_layers = most->second;
   std::vector<double> layer_span;
   for (size_t p = 0; p < shape.size(); ++p) {
-    std::vector<double> s, w0, w1, e, span;
+    std::vector<double> s, w0, w1, e, span, marks[kKernelTimelineMarks];
     unsigned blocks = 0;
     for (const auto& l : layers) {
       if (kinds_of(l) != shape) continue;
@@ -94,10 +96,14 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
         w1.push_back((static_cast<double>(x.last_wait) - t0) / 1e3);
       }
       e.push_back((static_cast<double>(x.end) - t0) / 1e3);
+      for (int i = 0; i < kKernelTimelineMarks; ++i)
+        if (x.last_mark[i]) marks[i].push_back((static_cast<double>(x.last_mark[i]) - t0) / 1e3);
       span.push_back((static_cast<double>(x.end) - static_cast<double>(x.start)) / 1e3);
       if (p + 1 == shape.size()) layer_span.push_back((static_cast<double>(x.end) - t0) / 1e3);
     }
-    out.rows.push_back({shape[p], blocks, median(s), median(w0), median(w1), median(e), median(span)});
+    KernelTimelineRow row{shape[p], blocks, median(s), median(w0), median(w1), median(e), median(span), {}};
+    for (int i = 0; i < kKernelTimelineMarks; ++i) row.marks[i] = marks[i].empty() ? -1.0 : median(marks[i]);
+    out.rows.push_back(row);
   }
   out.layer_us = median(layer_span);
   return out;

@@ -61,6 +61,33 @@ TEST(KernelTimeline, LayersAndMediansFromBlockRecords) {
   EXPECT_NEAR(s.layer_us, 41.0, 1e-6);     // the combine starts at 35 and ends 6 us later
 }
 
+// Marks: per launch the last block to reach each; per position the median over the layers; a mark no block
+// reaches, and every mark of a kernel that has none, reads negative.
+TEST(KernelTimeline, MarksAreTheLastBlocksArrivalMedianOverLayers) {
+  Recorder r;
+  for (int layer = 0; layer < 3; ++layer) {
+    const size_t first = r.records.size();
+    const double t0 = 1000.0 + 100.0 * layer;
+    r.layer(t0, 6.0);
+    // The layer's attention records (its second launch: records 4..7): marks 0 and 1 in every block, at
+    // t0 + 6 + block us and t0 + 8 + block + layer us; mark 2 only in block 3 (the one that combines).
+    for (unsigned b = 0; b < 4; ++b) {
+      KernelTimelineRecord& rec = r.records[first + 4 + b];
+      ASSERT_EQ(rec.kind, kTlAttention);
+      rec.mark[0] = static_cast<unsigned long long>((t0 + 6.0 + b) * 1e3);
+      rec.mark[1] = static_cast<unsigned long long>((t0 + 8.0 + b + layer) * 1e3);
+      if (b == 3) rec.mark[2] = static_cast<unsigned long long>((t0 + 9.5) * 1e3);
+    }
+  }
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  ASSERT_EQ(s.rows.size(), 8u);
+  EXPECT_NEAR(s.rows[1].marks[0], 9.0, 1e-6);   // block 3's, 6 + 3, every layer
+  EXPECT_NEAR(s.rows[1].marks[1], 12.0, 1e-6);  // 11, 12, 13: the median
+  EXPECT_NEAR(s.rows[1].marks[2], 9.5, 1e-6);
+  EXPECT_LT(s.rows[1].marks[3], 0.0);
+  for (int i = 0; i < kKernelTimelineMarks; ++i) EXPECT_LT(s.rows[0].marks[i], 0.0);
+}
+
 TEST(KernelTimeline, IncompleteLaunchesAndStrayKernelsAreLeftOut) {
   Recorder r;
   r.launch(kTlCombine, 2, 900.0, 901.0, 905.0);  // a previous layer's tail: no layer starts with it

@@ -38,13 +38,19 @@ class KernelTimelineScope {
   __device__ void waited() {
     if (threadIdx.x == 0) waited_ = globaltimer();
   }
+  // Thread 0 reached point i of the block's work (after a barrier, so the whole block has).
+  __device__ void mark(int i) {
+    if (threadIdx.x == 0 && i >= 0 && i < kKernelTimelineMarks) marks_[i] = globaltimer();
+  }
   __device__ ~KernelTimelineScope() {
     KernelTimelineBuffer* b = g_kernel_timeline;
     if (threadIdx.x != 0 || !b) return;
     const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
     const unsigned slot = atomicAdd(&b->count, 1u);
+    static_assert(kKernelTimelineMarks == 4, "the record's marks are listed below");
     if (slot < kKernelTimelineRecords)
-      b->rec[slot] = {start_, waited_, globaltimer(), kind_, launch_, linear_block(), blocks};
+      b->rec[slot] = {start_,  waited_,        globaltimer(), kind_,
+                      launch_, linear_block(), blocks,        {marks_[0], marks_[1], marks_[2], marks_[3]}};
     __threadfence();
     if (atomicAdd(&b->done[kind_], 1u) == blocks - 1) {  // the launch's last block
       b->done[kind_] = 0;
@@ -56,6 +62,7 @@ class KernelTimelineScope {
  private:
   TimelineKind kind_;
   unsigned long long start_ = 0, waited_ = 0;
+  unsigned long long marks_[kKernelTimelineMarks] = {};
   unsigned launch_ = 0;
 };
 
@@ -70,6 +77,7 @@ namespace moe::cuda {
 struct KernelTimelineScope {
   __device__ explicit KernelTimelineScope(TimelineKind) {}
   __device__ void waited() {}
+  __device__ void mark(int) {}
 };
 }  // namespace moe::cuda
 #endif

@@ -320,6 +320,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     reinterpret_cast<uint4*>(at)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.k_new)[threadIdx.x];
     reinterpret_cast<uint4*>(at + v_off)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.v_new)[threadIdx.x];
   }
+  timeline.mark(0);  // measuring builds: the new token prepared
 
   if constexpr (kTc) {
     static_assert(L <= 2, "the tensor-core loop takes 4 or 8 warps");
@@ -331,6 +332,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     cuda_core_split_keys<D, kHeads, L>(sh, tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
   }
   __syncthreads();
+  timeline.mark(1);  // the split's keys done
   // The warps' outputs are in the staged tile, read by now (both loops end on a barrier); this keeps the
   // static shared memory small, so a large batch's blocks still fit several to an SM.
   static_assert(sizeof(float) * kWarps<L> * kHeads * D <= kTileBytes<D, L>,
@@ -376,6 +378,7 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     dst[d] = out.x, dst[d + 1] = out.y, dst[d + 2] = out.z, dst[d + 3] = out.w;
     if (d == 0) dst[D] = sh.mx[g], dst[D + 1] = sh.sum[g];
   }
+  timeline.mark(2);  // the split's result written (thread 0's part)
 }
 
 // All splits of heads [h0, h0 + nh) of sequence b combined into ctx, in split order. First each (head,
@@ -471,6 +474,7 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
         atomicAdd(a.counters + (static_cast<int64_t>(b) * gridDim.y + blockIdx.y), 1) == a.splits - 1;
   __syncthreads();
   if (!sh.split.last) return;
+  timeline.mark(3);  // the last block of its group, counted: the combine starts
   __threadfence();
   combine_splits<D, kHeads, L, kTc>(a, b, h0, nh, sh.combine);
 }

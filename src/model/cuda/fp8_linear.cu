@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     norm_rows_to_shared<kCombine>(norm, M, cols, a, scratch);
     x = a;  // quantised in place below: each group is read and written by one warp
   }
+  timeline.mark(0);  // measuring builds: the norm done (thread 0's view)
   // A lane holds 4 values of a 128-group; kItemBatch groups' loads go out together, so a warp's groups cost
   // one round trip to x (global memory when there is no norm) per batch instead of two per group. Four per
   // warp: the o projection's 32 groups of one token (4096 columns) in one round trip, not two.
@@ -77,6 +78,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     }
   }
   __syncthreads();
+  timeline.mark(1);  // the inputs quantised
   if (row0 >= rows) return;
   float acc[M][R];
 #pragma unroll
@@ -97,6 +99,7 @@ __global__ void __launch_bounds__(32 * kWarps)
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
   }
+  timeline.mark(2);  // the dot products done (warp 0's)
   store_rows<M, R>(acc, y, rows, row0);
 }
 
