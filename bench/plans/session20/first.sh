@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 20, first call: the compact GEMV without its L2 cache hint (770dd9d; session 19's third call never ran):
 # its same-bits test, the model's decode step with it on and off (alternated), the measuring build's kernel
-# timeline with it on; then gpu-check at main (6e971e9) without the TP CLI and the experiments.
+# timeline (with the new marks) with it off and on; then gpu-check at main (6e971e9) without the TP CLI and the experiments.
 # Carry: .carry/s20-gpu.tar.xz (scripts/pack-gpu-carry build), .carry/measuring20.tar.xz (bin/moe of
 # scripts/build-measuring MOE_KERNEL_TIMELINE), this script.
 set -uo pipefail
@@ -22,11 +22,13 @@ for run in c1 c0 c1 c0; do
 done > $R/compact.log
 echo "t=$(el)"; cat $R/compact.log
 pack
-MOE_KERNEL_TIMELINE=1 MOE_GEMV_COMPACT=1 timeout 45 /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
-  --format fp8_block --batches 1 --prefill 0 > $R/timeline-compact1.log 2>&1
-echo "measuring timeline compact=1 rc $? t=$(el)"; grep -iE "error|illegal" $R/timeline-compact1.log | head -3
-grep -A16 -iE "^  launch" $R/timeline-compact1.log | head -20
-pack
+for c in 0 1; do
+  MOE_KERNEL_TIMELINE=1 MOE_GEMV_COMPACT=$c timeout 45 /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
+    --format fp8_block --batches 1 --prefill 0 > $R/timeline-compact$c.log 2>&1
+  echo "measuring timeline compact=$c rc $? t=$(el)"; grep -iE "error|illegal" $R/timeline-compact$c.log | head -3
+  grep -A16 -iE "^  launch" $R/timeline-compact$c.log | head -20
+  pack
+done
 mkdir -p $R/gc
 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 330 5) scripts/gpu-check \
   > $R/gc/gc.log 2>&1
