@@ -29,6 +29,11 @@ for c in 0 1; do
   grep -A16 -iE "^  launch" $R/timeline-compact$c.log | head -20
   pack
 done
+# One split per KV head (its 512 keys in one block): what the splits' combine costs against the longer key loop.
+MOE_KERNEL_TIMELINE=1 MOE_ATTENTION_SPLIT_KEYS=4096 timeout 45 /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
+  --format fp8_block --batches 1 --prefill 0 > $R/timeline-split1.log 2>&1
+echo "measuring timeline one split rc $? t=$(el)"; grep -A16 -iE "^  launch" $R/timeline-split1.log | head -20
+pack
 mkdir -p $R/gc
 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 330 5) scripts/gpu-check \
   > $R/gc/gc.log 2>&1
