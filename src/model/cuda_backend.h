@@ -29,7 +29,7 @@ struct CudaBackendOptions {
 int64_t cuda_combines_in_norm();
 
 // The fp8 decode GEMV's compact kernel (weights in shared memory, rolled loops; the same bits): whether it
-// runs (MOE_GEMV_COMPACT=1, off by default until measured), a switch for tests, and its launches so far.
+// runs (on unless MOE_GEMV_COMPACT=0), a switch for tests, and its launches so far.
 bool cuda_gemv_compact();
 void set_cuda_gemv_compact(bool on);
 int64_t cuda_gemv_compact_launches();
