@@ -293,14 +293,18 @@ TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
 // Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
 // head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV
 // head), with head_dim 32 to 256, each with the wide blocks (several lanes per key), with one lane per key
-// and (head_dim <= 128) on the tensor cores, and a 300-token context (several splits, so the last-block
-// combine runs): decode logits against the CPU reference. The prefill before it covers the prefill kernels
-// (head_dim 32 on CUDA cores, 64 and 128 on tensor cores): every prefill row against the reference.
+// and (head_dim <= 128) on the tensor cores, and a 300-token context (four splits: combined in a thread block
+// cluster, or in the global_combine rows by the last block): decode logits against the CPU reference. The
+// prefill before it covers the prefill kernels (head_dim 32 on CUDA cores, 64 and 128 on tensor cores): every
+// prefill row against the reference.
 struct AttentionShape {
   int64_t heads, kv_heads, head_dim;
   const char* name;
   const char* lanes;  // MOE_ATTENTION_LANES for the run: "1", "wide" (lanes per key of the decode kernel),
                       // "tc", "tc-wide"
+  // The splits combined by the last block from global memory (MOE_ATTENTION_CLUSTER=0) instead of in a
+  // thread block cluster (the default for 2 to 8 splits, which the 300-token context has).
+  bool global_combine = false;
 };
 
 class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
@@ -310,11 +314,22 @@ struct ScopedAttentionLanes {
   explicit ScopedAttentionLanes(const char* v) { setenv("MOE_ATTENTION_LANES", v, 1); }
   ~ScopedAttentionLanes() { unsetenv("MOE_ATTENTION_LANES"); }
 };
+// MOE_ATTENTION_CLUSTER=0 for one test's lifetime when asked (also read at every launch).
+struct ScopedGlobalCombine {
+  explicit ScopedGlobalCombine(bool on) : on_(on) {
+    if (on_) setenv("MOE_ATTENTION_CLUSTER", "0", 1);
+  }
+  ~ScopedGlobalCombine() {
+    if (on_) unsetenv("MOE_ATTENTION_CLUSTER");
+  }
+  bool on_;
+};
 
 TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   const AttentionShape shape = GetParam();
   const ScopedAttentionLanes lanes(shape.lanes);
+  const ScopedGlobalCombine global_combine(shape.global_combine);
   const std::string dir = (std::filesystem::temp_directory_path() /
                            (std::string("moe_cuda_attention_") + shape.name + std::to_string(getpid())))
                               .string();
@@ -375,21 +390,23 @@ TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     shapes, cuda_attention_shapes,
-    ::testing::Values(AttentionShape{4, 4, 32, "group1_d32", "wide"},
-                      AttentionShape{6, 2, 64, "group3_d64", "wide"},
-                      AttentionShape{16, 2, 128, "group8_d128", "wide"},
-                      AttentionShape{32, 2, 64, "group16_d64", "wide"},
-                      AttentionShape{8, 2, 256, "group4_d256", "wide"},
-                      AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
-                      AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
-                      AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
-                      AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"},
-                      AttentionShape{4, 4, 32, "group1_d32_tensor_cores", "tc"},
-                      AttentionShape{6, 2, 64, "group3_d64_tensor_cores", "tc"},
-                      AttentionShape{16, 2, 128, "group8_d128_tensor_cores", "tc"},
-                      AttentionShape{32, 2, 64, "group16_d64_tensor_cores", "tc"},
-                      AttentionShape{16, 2, 128, "group8_d128_tensor_cores_8_warps", "tc-wide"},
-                      AttentionShape{6, 2, 64, "group3_d64_tensor_cores_8_warps", "tc-wide"}),
+    ::testing::Values(
+        AttentionShape{4, 4, 32, "group1_d32", "wide"}, AttentionShape{6, 2, 64, "group3_d64", "wide"},
+        AttentionShape{16, 2, 128, "group8_d128", "wide"}, AttentionShape{32, 2, 64, "group16_d64", "wide"},
+        AttentionShape{8, 2, 256, "group4_d256", "wide"},
+        AttentionShape{4, 4, 32, "group1_d32_lane_per_key", "1"},
+        AttentionShape{16, 2, 128, "group8_d128_lane_per_key", "1"},
+        AttentionShape{32, 2, 64, "group16_d64_lane_per_key", "1"},
+        AttentionShape{8, 2, 256, "group4_d256_lane_per_key", "1"},
+        AttentionShape{4, 4, 32, "group1_d32_tensor_cores", "tc"},
+        AttentionShape{6, 2, 64, "group3_d64_tensor_cores", "tc"},
+        AttentionShape{16, 2, 128, "group8_d128_tensor_cores", "tc"},
+        AttentionShape{32, 2, 64, "group16_d64_tensor_cores", "tc"},
+        AttentionShape{16, 2, 128, "group8_d128_tensor_cores_8_warps", "tc-wide"},
+        AttentionShape{6, 2, 64, "group3_d64_tensor_cores_8_warps", "tc-wide"},
+        AttentionShape{16, 2, 128, "group8_d128_tensor_cores_8_warps_global_combine", "tc-wide", true},
+        AttentionShape{8, 2, 256, "group4_d256_global_combine", "wide", true},
+        AttentionShape{32, 2, 64, "group16_d64_lane_per_key_global_combine", "1", true}),
     [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace

@@ -9,10 +9,15 @@
 // otherwise they take 32 / kLanes keys each on CUDA cores, kLanes lanes per key (a key's scores for
 // every head of the group need only log2(kLanes) shuffles), and P·V reads each value row across the lanes.
 // The loops stay rolled: each block runs once per SM, and the fully unrolled kernel before this one spent a
-// quarter of its time fetching instructions. The split's result (unnormalised output, running max, sum) goes
-// to `partial`; the last block to finish a (sequence, KV head) combines all splits in split order, so the
-// result does not depend on which block is last (with one split the block writes ctx itself). Lengths come
-// from device memory, so a captured graph serves every context length.
+// quarter of its time fetching instructions. With 2 to 8 splits they are one thread block cluster: each keeps
+// its result (unnormalised output, running max, sum) in shared memory and the blocks combine it through
+// distributed shared memory (session 20's timeline at batch 1 found the other way's counter and last-block
+// combine 5.9 us of attention's 14). With more, the result goes to `partial` and the last block to finish a
+// (sequence, KV head) combines all splits. Either way in split order, so the result does not depend on which
+// block is last (with one split the block writes ctx itself). Lengths come from device memory, so a captured
+// graph serves every context length.
+#include <cooperative_groups.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -56,6 +61,18 @@ constexpr int kRowBytes = 2 * D + 16 * L;
 template <int D, int L>
 constexpr int kTileBytes = 2 * kTileKeys* kRowBytes<D, L>;  // K rows, then V rows
 
+// In a cluster launch, a split's result [kHeads][D] and its heads' maxima and sums [2][kHeads], in its
+// block's staged tile after the warps' outputs (which the block's own combine reads while this is written).
+template <int D, int kHeads, int L>
+constexpr int kClusterPartOffset = static_cast<int>(sizeof(float)) * kWarps<L>* kHeads* D;
+template <int D, int kHeads, int L>
+__device__ __forceinline__ float* cluster_part(uint8_t* tile) {
+  static_assert(kClusterPartOffset<D, kHeads, L> + sizeof(float) * (kHeads * D + 2 * kHeads) <=
+                    static_cast<size_t>(kTileBytes<D, L>),
+                "the split's result must fit in the tile after the warps' outputs");
+  return reinterpret_cast<float*>(tile + kClusterPartOffset<D, kHeads, L>);
+}
+
 struct DecodeArgs {
   const float* qkv;  // [B, (heads + 2 kv_heads) * D]
   HeadNormRope nr;
@@ -66,6 +83,10 @@ struct DecodeArgs {
   int* counters;   // [B, kv_heads, sub-groups], this layer's, zeroed by this step's embed_rows
   float* ctx_f32;
   uint16_t* ctx_bf16;
+  // The splits of a (sequence, KV head, sub-group) are one thread block cluster: each split's result stays in
+  // its block's shared memory and the blocks combine through distributed shared memory (cluster_combine),
+  // instead of `partial`, a counter and the last block's reads from L2.
+  bool cluster;
 };
 
 template <int D, int kHeads, int L>
@@ -152,30 +173,53 @@ __device__ void stage_tile(uint8_t* tile, const uint16_t* layer_base, const KvCa
   cuda::cp_async_commit();
 }
 
+// What the new token's preparation needs that its predecessor does not write: its projection row's address
+// (from the step's metadata), the lane's q/k norm weights and its rotation. Read before the programmatic
+// wait, so after it only the projection row's own loads remain (the timeline put the preparation at 4.1 us
+// after the wait when all of this came after it).
+template <int E>
+struct NewTokenInputs {
+  const float* row;
+  float qw[E], kw[E];
+  HeadRotation<E> rot;
+};
+
+template <int E>
+__device__ NewTokenInputs<E> new_token_inputs(const DecodeArgs& a, int b, int pos) {
+  NewTokenInputs<E> in;
+  in.row = a.qkv + static_cast<int64_t>(a.meta.seq_first[b]) * (a.heads + 2 * a.kv.kv_heads) * (32 * E);
+#pragma unroll
+  for (int e = 0; e < E; ++e) in.qw[e] = in.kw[e] = 0.0f;
+  if (a.nr.q_norm) load_lane_elements<E>(a.nr.q_norm, in.qw);
+  if (a.nr.k_norm) load_lane_elements<E>(a.nr.k_norm, in.kw);
+  in.rot = head_rotation<E>(a.nr.inv_freq, a.nr.scaling, pos);
+  return in;
+}
+
 // The new token's q (heads [h0, h0 + nh)), k and v of KV head kvh from its projection row, through
 // head_norm_rope, into shared memory. Warp w takes items w, w + kWarps, ... (the q heads, then k, then v),
 // and loads all of its items' inputs before the first reduction, so the whole step costs one round trip.
 template <int D, int kHeads, int L>
-__device__ void prepare_new_token(const DecodeArgs& a, int b, int kvh, int h0, int nh, int pos,
-                                  SplitShared<D, kHeads, L>& sh) {
+__device__ void prepare_new_token(const DecodeArgs& a, const NewTokenInputs<D / 32>& in, int kvh, int h0,
+                                  int nh, SplitShared<D, kHeads, L>& sh) {
   constexpr int E = D / 32, kItems = kHeads + 2, kPerWarp = (kItems + kWarps<L> - 1) / kWarps<L>;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int kv_heads = a.kv.kv_heads;
-  const float* row = a.qkv + static_cast<int64_t>(a.meta.seq_first[b]) * (a.heads + 2 * kv_heads) * D;
+  const float* row = in.row;
   const auto slot_of = [&](int item) {
     return item < kHeads ? h0 + item : item == kHeads ? a.heads + kvh : a.heads + kv_heads + kvh;
   };
   // An item is live when it is k, v or one of the block's nh real q heads.
   const auto live = [&](int item) { return item < kItems && (item >= kHeads || item < nh); };
-  float v[kPerWarp][E], qw[E] = {}, kw[E] = {};
+  float v[kPerWarp][E];
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
     const int item = warp + u * kWarps<L>;
     if (live(item)) load_lane_elements<E>(row + static_cast<int64_t>(slot_of(item)) * D, v[u]);
   }
-  if (a.nr.q_norm) load_lane_elements<E>(a.nr.q_norm, qw);
-  if (a.nr.k_norm) load_lane_elements<E>(a.nr.k_norm, kw);
-  const HeadRotation<E> rot = head_rotation<E>(a.nr.inv_freq, a.nr.scaling, pos);
+  const float(&qw)[E] = in.qw;
+  const float(&kw)[E] = in.kw;
+  const HeadRotation<E>& rot = in.rot;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
@@ -308,11 +352,12 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   const int32_t* pages = a.meta.page_table + static_cast<int64_t>(b) * a.meta.max_pages;
   const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
   if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
+  const NewTokenInputs<D / 32> in = new_token_inputs<D / 32>(a, b, new_key);
 
   pdl_wait();
   timeline.waited();
   pdl_trigger();
-  prepare_new_token<D, kHeads, L>(a, b, kvh, h0, nh, new_key, sh);
+  prepare_new_token<D, kHeads, L>(a, in, kvh, h0, nh, sh);
   __syncthreads();
   // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
   if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
@@ -372,6 +417,12 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
         const uint2 packed = make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
         *reinterpret_cast<uint2*>(a.ctx_bf16 + at) = packed;
       }
+      continue;
+    }
+    if (a.cluster) {
+      float* part = cluster_part<D, kHeads, L>(tile);
+      *reinterpret_cast<float4*>(part + g * D + d) = out;
+      if (d == 0) part[kHeads * D + g] = sh.mx[g], part[kHeads * D + kHeads + g] = sh.sum[g];
       continue;
     }
     float* dst = a.partial + ((static_cast<int64_t>(b) * a.heads + h0 + g) * a.splits + split) * (D + 2);
@@ -453,6 +504,50 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
   }
 }
 
+// The splits' results combined through distributed shared memory, as combine_splits does from `partial` (the
+// same weights, in split order): the cluster's blocks are the splits, and block (rank) r writes heads r,
+// r + splits, ... of the group, each thread one output, reading every split's maximum, sum and value from
+// that split's block. The second barrier keeps each block's shared memory alive until the others have read
+// it.
+template <int D, int kHeads, int L>
+__device__ void cluster_combine(const DecodeArgs& a, int b, int h0, int nh, uint8_t* tile,
+                                cuda::KernelTimelineScope& timeline) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  timeline.mark(3);  // measuring builds: every split's result is out; the combine starts
+  const int splits = a.splits, rank = static_cast<int>(cluster.block_rank());
+  float* mine = cluster_part<D, kHeads, L>(tile);
+  const int heads_here = rank < nh ? (nh - rank + splits - 1) / splits : 0;
+  for (int i = threadIdx.x; i < heads_here * D; i += kThreads<L>) {
+    const int g = rank + (i / D) * splits, d = i % D;
+    float m[kAttentionMaxClusterSplits], l[kAttentionMaxClusterSplits], v[kAttentionMaxClusterSplits];
+#pragma unroll
+    for (int s = 0; s < kAttentionMaxClusterSplits; ++s) {
+      if (s >= splits) break;
+      const float* part = cluster.map_shared_rank(mine, s);
+      m[s] = part[kHeads * D + g], l[s] = part[kHeads * D + kHeads + g], v[s] = part[g * D + d];
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kAttentionMaxClusterSplits; ++s)
+      if (s < splits && l[s] != 0.0f) mx = fmaxf(mx, m[s]);
+    float den = 0.0f, num = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kAttentionMaxClusterSplits; ++s) {
+      if (s >= splits) break;
+      const float w = l[s] != 0.0f ? expf(m[s] - mx) : 0.0f;  // an empty split weighs nothing
+      den += w * l[s];
+      num += w * v[s];
+    }
+    const float out = num * (1.0f / den);
+    const int64_t at = (static_cast<int64_t>(a.meta.seq_first[b]) * a.heads + h0 + g) * D + d;
+    if (a.ctx_f32) a.ctx_f32[at] = out;
+    if (a.ctx_bf16) a.ctx_bf16[at] = f32_to_bf16(out);
+  }
+  cluster.sync();
+}
+
 template <int D, int kHeads, int L, bool kTc>
 __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   __shared__ BlockShared<D, kHeads, L> sh;
@@ -465,6 +560,10 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
   attend_split<D, kHeads, L, kTc>(a, b, kvh, h0, nh, sub, split, sh.split, tile, timeline);
   if (a.splits == 1) return;
+  if (a.cluster) {
+    cluster_combine<D, kHeads, L>(a, b, h0, nh, tile, timeline);
+    return;
+  }
   // The last block of this (sequence, KV head, sub-group) to finish combines: integer counting, then reads
   // of the other blocks' partials from L2.
   __threadfence();
@@ -502,18 +601,27 @@ DecodeBlock decode_block(const DecodeArgs& a, int B) {
   return fits_sms ? DecodeBlock::Wide : DecodeBlock::OneLane;
 }
 
+// Whether the splits combine in a cluster (DecodeArgs::cluster): from 2 to kAttentionMaxClusterSplits splits,
+// unless MOE_ATTENTION_CLUSTER=0 (read at every launch, like MOE_ATTENTION_LANES, so tests can take both).
+bool combine_in_cluster(int splits) {
+  const char* env = std::getenv("MOE_ATTENTION_CLUSTER");
+  return splits >= 2 && splits <= kAttentionMaxClusterSplits && !(env && std::strcmp(env, "0") == 0);
+}
+
 template <int D>
-void launch(const DecodeArgs& a, int B, cudaStream_t s) {
+void launch(DecodeArgs a, int B, cudaStream_t s) {
   const int group = a.heads / a.kv.kv_heads;
+  a.cluster = combine_in_cluster(a.splits);
   const auto go = [&](auto heads_per_block, auto lanes, auto tc) {
     constexpr int kHeads = decltype(heads_per_block)::value, L = decltype(lanes)::value;
     constexpr bool kTc = decltype(tc)::value;
     const int sub_groups = (group + kHeads - 1) / kHeads;
     allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L, kTc>), kTileBytes<D, L>);
-    launch_pdl(decode_kernel<D, kHeads, L, kTc>,
-               dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
-                    static_cast<unsigned>(B)),
-               kThreads<L>, kTileBytes<D, L>, s, a);
+    cuda::launch_overlapped_clusters(
+        decode_kernel<D, kHeads, L, kTc>,
+        dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
+             static_cast<unsigned>(B)),
+        kThreads<L>, kTileBytes<D, L>, s, a.cluster ? static_cast<unsigned>(a.splits) : 1u, a);
   };
   const DecodeBlock kind = decode_block<D>(a, B);
   const auto with_kind = [&](auto heads_per_block) {
@@ -550,7 +658,7 @@ void attention_decode(const float* qkv, const HeadNormRope& nr, const StepMetaDe
   if (B == 0) return;
   require(heads % kv.kv_heads == 0 && splits >= 1 && splits <= kAttentionMaxSplits,
           "attention_decode: heads ", heads, " kv heads ", kv.kv_heads, " splits ", splits);
-  const DecodeArgs a{qkv, nr, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16};
+  const DecodeArgs a{qkv, nr, meta, kv, layer, heads, splits, partial, counters, ctx_f32, ctx_bf16, false};
   with_head_dim(kv.head_dim, [&](auto d) { launch<decltype(d)::value>(a, B, s); });
 }
 

@@ -91,6 +91,9 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
 // fp32, combined into ctx by the last block of each group; `counters` [attention_decode_counters(B, heads,
 // kv_heads)] must be zero (embed_rows zeroes every layer's in the same step).
 constexpr int kAttentionMaxSplits = 32;
+// Up to this many splits (a portable cluster size) the splits of a KV head run as one thread block cluster
+// and combine through distributed shared memory (attention_decode.cu).
+constexpr int kAttentionMaxClusterSplits = 8;
 int attention_decode_counters(int B, int heads, int kv_heads);
 void attention_decode(const float* qkv, const HeadNormRope& nr, const StepMetaDev& meta, int B,
                       const KvCacheDev& kv, int layer, int heads, int splits, float* partial, int* counters,
