@@ -16,19 +16,11 @@ mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/measuring20b.tar.xz
 record_gpu $R/gpu.txt
 timeout 120 /tmp/n/bin/cuda_model_test --gtest_color=no --gtest_filter='*attention*:*Compact*' > $R/attention-tests.log 2>&1
 echo "attention tests rc $? t=$(el)"; grep -E "^\[  (PASSED|FAILED)|FAILED|decode rows" $R/attention-tests.log | head -24
-for run in k1 k0 k1 k0; do
-  MOE_ATTENTION_CLUSTER=${run:1:1} timeout 40 /tmp/n/bin/moe bench --random-shape qwen3-30b-a3b \
-    --format fp8_block --batches 1,8 --prefill 0 2>&1 | grep -E "^ *decode|rror" | sed "s/^/$run /"
-done > $R/cluster.log
-echo "t=$(el)"; cat $R/cluster.log
+decode_ab /tmp/n/bin/moe $R/cluster.log MOE_ATTENTION_CLUSTER 1 0 1 0
+echo "t=$(el)"
 pack
-for k in 1 0; do
-  MOE_KERNEL_TIMELINE=1 MOE_ATTENTION_CLUSTER=$k timeout 45 /tmp/m/bin/moe bench --random-shape qwen3-30b-a3b \
-    --format fp8_block --batches 1 --prefill 0 > $R/timeline-cluster$k.log 2>&1
-  echo "measuring timeline cluster=$k rc $? t=$(el)"; grep -iE "error|illegal" $R/timeline-cluster$k.log | head -3
-  grep -A16 -iE "^  launch" $R/timeline-cluster$k.log | head -20
-  pack
-done
+for k in 1 0; do timeline /tmp/m/bin/moe $R/timeline-cluster$k.log MOE_ATTENTION_CLUSTER=$k; pack; done
+echo "t=$(el)"
 mkdir -p $R/gc
 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc timeout $(cap 330 5) scripts/gpu-check \
   > $R/gc/gc.log 2>&1
