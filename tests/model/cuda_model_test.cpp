@@ -267,30 +267,26 @@ TEST(cuda_model_combine, CombineInTheNextNormKeepsTheBits) {
 // The compact fp8 decode GEMV (weights in shared memory, rolled loops: fp8_gemv_compact.h) gives the same
 // bits as the register-resident one: decode logits of the fp8 model with it and without, eager at batch 1 to
 // 4 (each row count's instantiation; the GEMV serves up to 4 rows) and replayed from graphs at batch 1 and
-// 4, the q/k/v GEMV with its norm and the o projection without; and with the MoE combines left to the next
-// q/k/v GEMV's norm (combine_in_norm), which the compact kernel takes since session 20. The launch counter
-// shows it ran.
+// 4, the q/k/v GEMV with its norm and the o projection without. The launch counter shows it ran.
 TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
   SKIP_WITHOUT_GPU();
   const WeightFormat f = WeightFormat::Fp8Block;
   const bool compact_default = cuda_gemv_compact();
-  for (const bool combine_in_norm : {false, true})
-    for (const auto& [batch, graphs] :
-         {std::pair{1, false}, {2, false}, {3, false}, {4, false}, {1, true}, {4, true}}) {
-      const std::string what = "batch " + std::to_string(batch) + (graphs ? " (graphs)" : "") +
-                               (combine_in_norm ? ", combine in norm" : "");
-      set_cuda_gemv_compact(false);
-      const int64_t before_off = cuda_gemv_compact_launches();
-      const std::vector<float> off = decode_run(cuda_backend(f, graphs, combine_in_norm).release(), batch, 4);
-      EXPECT_EQ(cuda_gemv_compact_launches(), before_off) << "the compact GEMV ran while off";
-      set_cuda_gemv_compact(true);
-      const int64_t before_on = cuda_gemv_compact_launches();
-      const std::vector<float> on = decode_run(cuda_backend(f, graphs, combine_in_norm).release(), batch, 4);
-      EXPECT_GT(cuda_gemv_compact_launches(), before_on) << what << ": the compact GEMV never ran";
-      ASSERT_EQ(off.size(), on.size());
-      expect_finite(on, "compact GEMV");
-      for (size_t i = 0; i < off.size(); ++i) ASSERT_EQ(off[i], on[i]) << what << ": logit " << i;
-    }
+  for (const auto& [batch, graphs] :
+       {std::pair{1, false}, {2, false}, {3, false}, {4, false}, {1, true}, {4, true}}) {
+    set_cuda_gemv_compact(false);
+    const int64_t before_off = cuda_gemv_compact_launches();
+    const std::vector<float> off = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+    EXPECT_EQ(cuda_gemv_compact_launches(), before_off) << "the compact GEMV ran while off";
+    set_cuda_gemv_compact(true);
+    const int64_t before_on = cuda_gemv_compact_launches();
+    const std::vector<float> on = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+    EXPECT_GT(cuda_gemv_compact_launches(), before_on) << "batch " << batch << ": the compact GEMV never ran";
+    ASSERT_EQ(off.size(), on.size());
+    expect_finite(on, "compact GEMV");
+    for (size_t i = 0; i < off.size(); ++i)
+      ASSERT_EQ(off[i], on[i]) << "batch " << batch << (graphs ? " (graphs)" : "") << ": logit " << i;
+  }
   set_cuda_gemv_compact(compact_default);
 }
 

@@ -23,20 +23,13 @@ namespace moe::model::gpu {
 namespace {
 
 // On by default since session 20: the model's decode step at batch 1 took 3.195 / 3.188 ms with it against
-// 3.294 / 3.310 without (H100, alternated in one lease; batch 8 flat at 8.45). MOE_GEMV_COMPACT=0 turns it
-// off.
+// 3.294 / 3.310 without (H100, alternated in one lease; batch 8 flat at 8.45). MOE_GEMV_COMPACT=0 turns it off.
 EnvSwitch compact_switch("MOE_GEMV_COMPACT", true);
 std::atomic<int64_t> compact_launches{0};
 
-// Shared memory: the M normalised / quantised input rows, then (with a pending MoE combine) what the norm
-// stages for it (norm_rows.cuh), then each thread's weight chunks.
+// Shared memory: the M normalised / quantised input rows, then each thread's weight chunks.
 constexpr int kThreads = 32 * kWarps;
 constexpr size_t kWeightBytes = static_cast<size_t>(kThreads) * kLaneChunks * 16;
-
-// Floats before the weight chunks: the rows and the combine's staging, rounded up to whole 16-byte pieces.
-MOE_MODEL_HD inline int floats_before_weights(const cuda::MoeCombineInput& c, int M, int cols) {
-  return (M * cols + combine_stage_floats(c, M, cols) + 3) / 4 * 4;
-}
 
 // A weight chunk into shared memory; when !valid, zero-filled with nothing read (src-size 0). Without the
 // register kernel's evict-first L2 policy: with `.L2::cache_hint` here, ptxas 13.0 compiled the measuring
@@ -53,8 +46,7 @@ __device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool v
 // Warp w takes rows R * w .. R * w + R - 1 and lane l the 16-byte chunks l, l + 32, ... of each, as the
 // register kernel does; its chunk (r, u) lives at wsm[(r * kChunks + u) * kThreads + threadIdx.x], copied by
 // the thread itself, so after its own cp.async wait no barrier is needed to read it.
-// kCombine: the norm does a pending MoE combine first (norm.combine set; compiled apart as in fp8_linear.cu).
-template <int M, int R, bool kCombine>
+template <int M, int R>
 __global__ void __launch_bounds__(kThreads)
     gemv_compact_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                         NormInput norm) {
@@ -63,7 +55,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float4 smem4[];
   __shared__ float scratch[32];
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
-  uint4* wsm = reinterpret_cast<uint4*>(a + floats_before_weights(norm.combine, M, cols));
+  uint4* wsm = reinterpret_cast<uint4*>(a + M * cols);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = (blockIdx.x * kWarps + warp) * R;
   const int vecs = cols / 16;
@@ -86,9 +78,7 @@ __global__ void __launch_bounds__(kThreads)
   timeline.waited();
   cuda::pdl_trigger();
   if (norm.weight) {
-    // (With a combine its staging waits for every cp.async group, the weights' too: they were issued long
-    // before the wait.)
-    norm_rows_to_shared<kCombine>(norm, M, cols, a, scratch);
+    norm_rows_to_shared<false>(norm, M, cols, a, scratch);
   } else {
     // x's rows into `a` (four 16-byte pieces in flight per thread and round), then quantised there in place.
     const int pieces = M * cols / 4;
@@ -142,29 +132,15 @@ __global__ void __launch_bounds__(kThreads)
   store_rows<M, R>(acc, y, rows, row0);
 }
 
-template <int M, int R, bool kCombine>
-void launch_as(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
-               cudaStream_t s, const NormInput& norm) {
-  // The rows, or the rows and a combine's staging (at most kCombineInNormMaxBytes, rounded to 16 bytes).
-  constexpr size_t kRowBytes = kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float);
-  static_assert(kCombineInNormMaxBytes + 16 <= kRowBytes,
-                "the combine's staging must fit the rows' allowance");
-  constexpr size_t kMaxSmem = kRowBytes + kWeightBytes;
-  const auto kernel = gemv_compact_kernel<M, R, kCombine>;
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), static_cast<int>(kMaxSmem));
-  const size_t smem =
-      static_cast<size_t>(floats_before_weights(norm.combine, M, cols)) * sizeof(float) + kWeightBytes;
-  launch_pdl(kernel, blocks_for(rows, kWarps * R), kThreads, smem, s, w, scale, rows, cols, x, y, norm);
-  compact_launches.fetch_add(1, std::memory_order_relaxed);
-}
-
 template <int M, int R>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
-  if (norm.combine.y)
-    launch_as<M, R, true>(w, scale, rows, cols, x, y, s, norm);
-  else
-    launch_as<M, R, false>(w, scale, rows, cols, x, y, s, norm);
+  constexpr size_t kMaxSmem = kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float) + kWeightBytes;
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_compact_kernel<M, R>), static_cast<int>(kMaxSmem));
+  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes;
+  launch_pdl(gemv_compact_kernel<M, R>, blocks_for(rows, kWarps * R), kThreads, smem, s, w, scale, rows, cols,
+             x, y, norm);
+  compact_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -183,7 +159,7 @@ int64_t fp8_gemv_compact_launches() {
 
 void fp8_gemv_compact(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, int R,
                       float* y, cudaStream_t s, const NormInput& norm) {
-  require(fp8_gemv_compact_takes(x, norm), "fp8_gemv_compact: x not 16-byte aligned");
+  require(fp8_gemv_compact_takes(x, norm), "fp8_gemv_compact: a pending combine, or x not 16-byte aligned");
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
     if (R == 4) return launch<kM, 4>(w, scale, rows, cols, x, y, s, norm);

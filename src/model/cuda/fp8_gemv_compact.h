@@ -17,11 +17,10 @@ void set_fp8_gemv_compact(bool on);
 // Launches of the compact kernel so far (tests check that it ran).
 int64_t fp8_gemv_compact_launches();
 
-// Whether the compact kernel takes this call: x 16-byte aligned when it is read as it is (no norm). A pending
-// MoE combine (which fp8_gemv checks fits, fp8_gemv_takes_combine) it takes since session 20, as the register
-// kernel does.
+// Whether the compact kernel takes this call: no pending combine (norm.combine.y null), and x 16-byte aligned
+// when it is read as it is (no norm).
 inline bool fp8_gemv_compact_takes(const float* x, const NormInput& norm) {
-  return norm.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  return !norm.combine.y && (norm.weight || reinterpret_cast<uintptr_t>(x) % 16 == 0);
 }
 
 // y = fake_quantize(x or the norm) · dequant(W)ᵀ as fp8_gemv, with R rows per warp (rows_per_warp(cols)), for
