@@ -9,13 +9,13 @@
 // otherwise they take 32 / kLanes keys each on CUDA cores, kLanes lanes per key (a key's scores for
 // every head of the group need only log2(kLanes) shuffles), and P·V reads each value row across the lanes.
 // The loops stay rolled: each block runs once per SM, and the fully unrolled kernel before this one spent a
-// quarter of its time fetching instructions. With 2 to 8 splits they are one thread block cluster: each keeps
-// its result (unnormalised output, running max, sum) in shared memory and the blocks combine it through
-// distributed shared memory (session 20's timeline at batch 1 found the other way's counter and last-block
-// combine 5.9 us of attention's 14). With more, the result goes to `partial` and the last block to finish a
-// (sequence, KV head) combines all splits. Either way in split order, so the result does not depend on which
-// block is last (with one split the block writes ctx itself). Lengths come from device memory, so a captured
-// graph serves every context length.
+// quarter of its time fetching instructions. With 2 to 8 splits they are one thread block cluster: each sends
+// its result (unnormalised output, running max, sum) for each head to that head's owner block through
+// distributed shared memory, and the owners combine (session 20's timeline at batch 1 found the other way's
+// counter and last-block combine 5.9 us of attention's 14). With more, the result goes to `partial` and the
+// last block to finish a (sequence, KV head) combines all splits. Either way in split order, so the result
+// does not depend on which block is last (with one split the block writes ctx itself). Lengths come from
+// device memory, so a captured graph serves every context length.
 #include <cooperative_groups.h>
 
 #include <cstdlib>
@@ -61,16 +61,29 @@ constexpr int kRowBytes = 2 * D + 16 * L;
 template <int D, int L>
 constexpr int kTileBytes = 2 * kTileKeys* kRowBytes<D, L>;  // K rows, then V rows
 
-// In a cluster launch, a split's result [kHeads][D] and its heads' maxima and sums [2][kHeads], in its
-// block's staged tile after the warps' outputs (which the block's own combine reads while this is written).
-template <int D, int kHeads, int L>
-constexpr int kClusterPartOffset = static_cast<int>(sizeof(float)) * kWarps<L>* kHeads* D;
-template <int D, int kHeads, int L>
-__device__ __forceinline__ float* cluster_part(uint8_t* tile) {
-  static_assert(kClusterPartOffset<D, kHeads, L> + sizeof(float) * (kHeads * D + 2 * kHeads) <=
-                    static_cast<size_t>(kTileBytes<D, L>),
-                "the split's result must fit in the tile after the warps' outputs");
-  return reinterpret_cast<float*>(tile + kClusterPartOffset<D, kHeads, L>);
+// In a cluster launch, the results that the cluster's blocks send this block (the owner of heads r, r +
+// splits, ... of the group, r its rank): per owned head j and split s, slot j * splits + s of D values, then
+// the split's maximum and sum (rows of D + 4 floats, so each row's values start 16-byte aligned). They sit in
+// the dynamic shared memory after the staged tile, which the other blocks may write while this one still
+// stages and reads its keys.
+template <int D>
+constexpr int kPushRow = D + 4;
+template <int D, int kHeads>
+constexpr int kPushBytes = static_cast<int>(sizeof(float)) *
+                           (kHeads + kAttentionMaxClusterSplits - 1) * kPushRow<D>;
+template <int D, int L>
+__device__ __forceinline__ float* push_slots(uint8_t* tile) {
+  return reinterpret_cast<float*>(tile + kTileBytes<D, L>);
+}
+
+// The cluster barrier in two halves (PTX barrier.cluster): a block arrives when it starts and waits before
+// its first write to another block's shared memory, which must have started (CUDA's rule for distributed
+// shared memory); by then every block has long arrived, so the wait costs nothing.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
 struct DecodeArgs {
@@ -83,9 +96,9 @@ struct DecodeArgs {
   int* counters;   // [B, kv_heads, sub-groups], this layer's, zeroed by this step's embed_rows
   float* ctx_f32;
   uint16_t* ctx_bf16;
-  // The splits of a (sequence, KV head, sub-group) are one thread block cluster: each split's result stays in
-  // its block's shared memory and the blocks combine through distributed shared memory (cluster_combine),
-  // instead of `partial`, a counter and the last block's reads from L2.
+  // The splits of a (sequence, KV head, sub-group) are one thread block cluster: each split sends its result
+  // for each head to that head's owner block through distributed shared memory, and the owners combine
+  // (cluster_combine), instead of `partial`, a counter and the last block's reads from L2.
   bool cluster;
 };
 
@@ -399,6 +412,8 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
     sh.mx[g] = mx, sh.sum[g] = sum;
   }
   __syncthreads();
+  if (a.cluster) cluster_wait();  // every block of the cluster has started: its push slots may be written
+  namespace cg = cooperative_groups;
   for (int i = 4 * threadIdx.x; i < nh * D; i += 4 * kThreads<L>) {
     const int g = i / D, d = i % D;
     float4 out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -420,9 +435,11 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
       continue;
     }
     if (a.cluster) {
-      float* part = cluster_part<D, kHeads, L>(tile);
-      *reinterpret_cast<float4*>(part + g * D + d) = out;
-      if (d == 0) part[kHeads * D + g] = sh.mx[g], part[kHeads * D + kHeads + g] = sh.sum[g];
+      // Head g's owner is block g % splits; it keeps the head as its (g / splits)-th, one slot per split.
+      float* row = cg::this_cluster().map_shared_rank(push_slots<D, L>(tile), g % a.splits) +
+                   ((g / a.splits) * a.splits + split) * kPushRow<D>;
+      *reinterpret_cast<float4*>(row + d) = out;
+      if (d == 0) row[D] = sh.mx[g], row[D + 1] = sh.sum[g];
       continue;
     }
     float* dst = a.partial + ((static_cast<int64_t>(b) * a.heads + h0 + g) * a.splits + split) * (D + 2);
@@ -504,29 +521,28 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
   }
 }
 
-// The splits' results combined through distributed shared memory, as combine_splits does from `partial` (the
-// same weights, in split order): the cluster's blocks are the splits, and block (rank) r writes heads r,
-// r + splits, ... of the group, each thread one output, reading every split's maximum, sum and value from
-// that split's block. The second barrier keeps each block's shared memory alive until the others have read
-// it.
+// The splits' results combined by their heads' owners, as combine_splits does from `partial` (the same
+// weights, in split order): after the cluster barrier (every block's sends have landed) block (rank) r writes
+// heads r, r + splits, ... of the group from its own push slots, each thread one output. Nothing is read from
+// another block after the barrier, so no block waits for the others to finish.
 template <int D, int kHeads, int L>
 __device__ void cluster_combine(const DecodeArgs& a, int b, int h0, int nh, uint8_t* tile,
                                 cuda::KernelTimelineScope& timeline) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
-  timeline.mark(3);  // measuring builds: every split's result is out; the combine starts
+  timeline.mark(3);  // measuring builds: every split's result has arrived; the combine starts
   const int splits = a.splits, rank = static_cast<int>(cluster.block_rank());
-  float* mine = cluster_part<D, kHeads, L>(tile);
+  const float* slots = push_slots<D, L>(tile);
   const int heads_here = rank < nh ? (nh - rank + splits - 1) / splits : 0;
   for (int i = threadIdx.x; i < heads_here * D; i += kThreads<L>) {
-    const int g = rank + (i / D) * splits, d = i % D;
+    const int j = i / D, g = rank + j * splits, d = i % D;
     float m[kAttentionMaxClusterSplits], l[kAttentionMaxClusterSplits], v[kAttentionMaxClusterSplits];
 #pragma unroll
     for (int s = 0; s < kAttentionMaxClusterSplits; ++s) {
       if (s >= splits) break;
-      const float* part = cluster.map_shared_rank(mine, s);
-      m[s] = part[kHeads * D + g], l[s] = part[kHeads * D + kHeads + g], v[s] = part[g * D + d];
+      const float* row = slots + (j * splits + s) * kPushRow<D>;
+      m[s] = row[D], l[s] = row[D + 1], v[s] = row[d];
     }
     float mx = -INFINITY;
 #pragma unroll
@@ -545,7 +561,6 @@ __device__ void cluster_combine(const DecodeArgs& a, int b, int h0, int nh, uint
     if (a.ctx_f32) a.ctx_f32[at] = out;
     if (a.ctx_bf16) a.ctx_bf16[at] = f32_to_bf16(out);
   }
-  cluster.sync();
 }
 
 template <int D, int kHeads, int L, bool kTc>
@@ -558,6 +573,7 @@ __global__ void __launch_bounds__(kThreads<L>) decode_kernel(DecodeArgs a) {
   const int sub_groups = (group + kHeads - 1) / kHeads;
   const int kvh = blockIdx.y / sub_groups, sub = blockIdx.y % sub_groups;
   const int h0 = kvh * group + sub * kHeads, nh = min(kHeads, group - sub * kHeads);
+  if (a.cluster) cluster_arrive_relaxed();  // this block has started (attend_split waits for the others')
   attend_split<D, kHeads, L, kTc>(a, b, kvh, h0, nh, sub, split, sh.split, tile, timeline);
   if (a.splits == 1) return;
   if (a.cluster) {
@@ -616,12 +632,17 @@ void launch(DecodeArgs a, int B, cudaStream_t s) {
     constexpr int kHeads = decltype(heads_per_block)::value, L = decltype(lanes)::value;
     constexpr bool kTc = decltype(tc)::value;
     const int sub_groups = (group + kHeads - 1) / kHeads;
-    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L, kTc>), kTileBytes<D, L>);
+    // The push slots after the tile in a cluster launch only (batches that fill the SMs keep their blocks'
+    // shared memory as it was).
+    static_assert(kTileBytes<D, L> % 16 == 0, "the push slots must start 16-byte aligned");
+    const int smem = kTileBytes<D, L> + (a.cluster ? kPushBytes<D, kHeads> : 0);
+    allow_dynamic_smem(reinterpret_cast<const void*>(decode_kernel<D, kHeads, L, kTc>),
+                       kTileBytes<D, L> + kPushBytes<D, kHeads>);
     cuda::launch_overlapped_clusters(
         decode_kernel<D, kHeads, L, kTc>,
         dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv.kv_heads * sub_groups),
              static_cast<unsigned>(B)),
-        kThreads<L>, kTileBytes<D, L>, s, a.cluster ? static_cast<unsigned>(a.splits) : 1u, a);
+        kThreads<L>, smem, s, a.cluster ? static_cast<unsigned>(a.splits) : 1u, a);
   };
   const DecodeBlock kind = decode_block<D>(a, B);
   const auto with_kind = [&](auto heads_per_block) {
