@@ -7,11 +7,27 @@
 #   decode_ab MOE LOG VAR V..  the model's decode step (random Qwen3-30B-A3B fp8, batches 1 and 8) with VAR set
 #                              to each value in turn (list them alternated), its rows into LOG
 #   timeline MOE LOG [VAR=V..] the measuring build MOE's kernel timeline at batch 1 into LOG; prints its table
+#   binaries_ab LOG NEW OLD N  the same decode step from two moe binaries, alternated N times each
+#   quick_gpu_check BIN        scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
+#                              END; prints its summary and headline rows
+# and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
+# ends by END seconds, default 470, keeping RESERVE), R (the results folder, /tmp/r) and pack (R into
+# $OUT/r.tgz, without generated cases and fixtures; run it after each step, so a cut-off call keeps what ran).
+plan_start=$(date +%s)
+el() { echo $(($(date +%s) - plan_start)); }
+cap() {
+  local left=$((${END:-470} - $(el) - ${2:-0}))
+  [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+}
+R=/tmp/r
+mkdir -p $R
+pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude=r/gc/cases --exclude=r/gc/fixtures r 2>/dev/null; }
 unpack_carry() {
   mkdir -p "$2" && tar -C "$2" -xJf "$1" || return 1
   local cublas
   cublas=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /opt -name 'libcublas.so.13' 2>/dev/null | head -1)
-  export LD_LIBRARY_PATH="$2/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}"
+  LD_LIBRARY_PATH="$2/lib:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH
 }
 record_gpu() {
   nvidia-smi --query-gpu=name --format=csv,noheader | tee "$1"
@@ -33,4 +49,26 @@ timeline() {
   echo "timeline $* rc $?"
   grep -iE "error|illegal" "$log" | head -3
   grep -A16 -iE "^  launch" "$log" | head -20
+}
+binaries_ab() {
+  local log=$1 new=$2 old=$3 n=$4 i run bin
+  for ((i = 0; i < n; ++i)); do
+    for run in new old; do
+      bin=$new
+      [ $run = old ] && bin=$old
+      timeout 40 "$bin" bench --random-shape qwen3-30b-a3b --format fp8_block --batches 1,8 --prefill 0 2>&1 |
+        grep -E "^ *decode|rror" | sed "s/^/$run /"
+    done
+  done > "$log"
+  cat "$log"
+}
+quick_gpu_check() {
+  mkdir -p $R/gc
+  GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=$1 OUT=$R/gc timeout "$(cap 330 5)" scripts/gpu-check \
+    > $R/gc/gc.log 2>&1
+  echo "gpu-check rc $? t=$(el)"
+  grep -E "^\[  FAILED" $R/gc/gpu-tests.log | head
+  sed -n '/== summary/,/moe bench/p' $R/gc/gc.log | head -9
+  grep -E "fp8_block M=(1|8|64|4096) .*auto|deepseek-v3 .*M=1 " $R/gc/gc.log | head -8
+  grep -E "^ *(decode|prefill)" $R/gc/model-bench.log | head -5
 }
