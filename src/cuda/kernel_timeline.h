@@ -23,8 +23,13 @@ enum TimelineKind : int {
 };
 
 // Points inside a kernel's work after its wait (KernelTimelineScope::mark), so a launch's time after the wait
-// can be split into its phases: e.g. attention's new-token preparation, key loop, partial write and the last
-// block's combine.
+// can be split into its phases. The marks each kernel records:
+//   fp8 GEMV (both kernels)  the norm (or x's rows) in shared memory; the inputs quantised; the dot products
+//   router GEMV              the norm; the dot products
+//   attention                the new token prepared; the split's keys done; its result written or sent; the
+//                            combine's start (the last block counted, or the cluster barrier passed)
+//   prologue (one block)     routed and quantised, the grouping starts
+//   combine                  the token's slot ids and weights read
 constexpr int kKernelTimelineMarks = 4;
 
 struct KernelTimelineRecord {

@@ -73,6 +73,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a)
     w[threadIdx.x] = a.topk_weights[static_cast<size_t>(t) * K + threadIdx.x];
   }
   __syncthreads();
+  timeline.mark(0);  // measuring builds: the token's slot ids and weights read
   const int piece = blockIdx.y * blockDim.x + threadIdx.x;
   if (piece >= pieces) return;
   const uint4* y = reinterpret_cast<const uint4*>(kBf16 ? static_cast<const void*>(a.y_bf16) : a.y);

@@ -129,6 +129,7 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
     warp_quantize_token_group(a, p / groups, p % groups, grid);
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
+  timeline.mark(0);  // measuring builds: routed and quantised; the grouping starts
   block_align(ids, al, s);
 }
 

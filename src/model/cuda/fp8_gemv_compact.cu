@@ -23,7 +23,8 @@ namespace moe::model::gpu {
 namespace {
 
 // On by default since session 20: the model's decode step at batch 1 took 3.195 / 3.188 ms with it against
-// 3.294 / 3.310 without (H100, alternated in one lease; batch 8 flat at 8.45). MOE_GEMV_COMPACT=0 turns it off.
+// 3.294 / 3.310 without (H100, alternated in one lease; batch 8 flat at 8.45). MOE_GEMV_COMPACT=0 turns it
+// off.
 EnvSwitch compact_switch("MOE_GEMV_COMPACT", true);
 std::atomic<int64_t> compact_launches{0};
 
@@ -95,6 +96,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
   }
+  timeline.mark(0);  // measuring builds: the norm, or x's rows, in shared memory
   // Each group is read and written by one warp (no barrier between its reads and writes).
   const int groups = (cols + 127) / 128;
 #pragma unroll 1
@@ -110,6 +112,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   cuda::cp_async_wait<0>();
   __syncthreads();
+  timeline.mark(1);  // the inputs quantised (and the weights landed)
   if (row0 >= rows) return;
   float acc[M][R];
 #pragma unroll
@@ -129,6 +132,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
   }
+  timeline.mark(2);  // warp 0's dot products done
   store_rows<M, R>(acc, y, rows, row0);
 }
 
