@@ -48,7 +48,7 @@ timeline() {
     --batches 1 --prefill 0 > "$log" 2>&1
   echo "timeline $* rc $?"
   grep -iE "error|illegal" "$log" | head -3
-  grep -A16 -iE "^  launch" "$log" | head -20
+  grep -A24 -iE "^  launch" "$log" | head -28
 }
 binaries_ab() {
   local log=$1 new=$2 old=$3 n=$4 i run bin

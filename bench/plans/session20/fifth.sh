@@ -10,6 +10,6 @@ timeline /tmp/n/bin/moe $R/timeline-b1.log
 pack
 MOE_KERNEL_TIMELINE=1 timeout 45 /tmp/n/bin/moe bench --random-shape qwen3-30b-a3b --format fp8_block \
   --batches 8 --prefill 0 > $R/timeline-b8.log 2>&1
-grep -A20 -iE "^  launch" $R/timeline-b8.log | head -22
+grep -A24 -iE "^  launch" $R/timeline-b8.log | head -28
 pack
 echo "done t=$(el)"
