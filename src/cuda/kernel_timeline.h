@@ -67,6 +67,9 @@ struct KernelTimelineSummary {
   double layer_us = 0;  // the layer's first start to its combine's end, median
 };
 KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimelineRecord>& records);
+// The report's text (what kernel_timeline_report prints): the counts, the per-position table, and each marked
+// launch's marks with the time since the previous one.
+void write_kernel_timeline_report(std::FILE* out, const KernelTimelineSummary& summary);
 const char* kernel_timeline_kind_name(int kind);
 
 // Whether this build records (MOE_KERNEL_TIMELINE defined for the CUDA sources).

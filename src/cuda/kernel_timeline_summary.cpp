@@ -1,7 +1,9 @@
 // summarize_kernel_timeline (kernel_timeline.h): the records grouped into launches, the launches into decode
-// layers, and per position of the most common layer shape the medians over those layers. Plain C++, tested
-// on the CPU (tests/cuda/kernel_timeline_test.cpp).
+// layers, and per position of the most common layer shape the medians over those layers; and the report's
+// text from them (write_kernel_timeline_report). Plain C++, tested on the CPU
+// (tests/cuda/kernel_timeline_test.cpp).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -107,6 +109,35 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
   }
   out.layer_us = median(layer_span);
   return out;
+}
+
+void write_kernel_timeline_report(std::FILE* out, const KernelTimelineSummary& sum) {
+  std::fprintf(out, "kernel timeline: %zu block records, %zu whole launches, %zu decode layers\n",
+               sum.records, sum.launches, sum.layers);
+  if (sum.rows.empty()) return;
+  std::fprintf(out,
+               "  us after the layer's first block start, median over the %d layers of the common shape:\n",
+               sum.shape_layers);
+  std::fprintf(out, "  %-12s %7s %9s %9s %9s %8s %8s\n", "launch", "blocks", "start", "1st wait", "last wait",
+               "end", "span");
+  for (const KernelTimelineRow& r : sum.rows)
+    std::fprintf(out, "  %-12s %7u %9.2f %9.2f %9.2f %8.2f %8.2f\n", kernel_timeline_kind_name(r.kind),
+                 r.blocks, r.start, r.first_wait, r.last_wait, r.end, r.span);
+  std::fprintf(out, "  layer (first start to the combine's end): %.2f us\n", sum.layer_us);
+  // The phases of the launches that mark them (the kernels' mark() calls say what each mark is): when the
+  // last block reached each, and in brackets the time since the previous mark (the first: since the last
+  // wait; the end: since the last mark).
+  for (const KernelTimelineRow& r : sum.rows) {
+    if (r.marks[0] < 0) continue;
+    std::fprintf(out, "  %-12s marks (last block to reach each):", kernel_timeline_kind_name(r.kind));
+    double prev = r.last_wait;
+    for (double m : r.marks) {
+      if (m < 0) continue;
+      std::fprintf(out, " %7.2f (+%.2f)", m, m - prev);
+      prev = m;
+    }
+    std::fprintf(out, ", end (+%.2f)\n", r.end - prev);
+  }
 }
 
 }  // namespace moe::cuda

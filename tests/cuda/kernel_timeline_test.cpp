@@ -2,6 +2,8 @@
 // decode layers found in launch order, medians per position, and launches cut off by the record cap left out.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cuda/kernel_timeline.h"
@@ -86,6 +88,39 @@ TEST(KernelTimeline, MarksAreTheLastBlocksArrivalMedianOverLayers) {
   EXPECT_NEAR(s.rows[1].marks[2], 9.5, 1e-6);
   EXPECT_LT(s.rows[1].marks[3], 0.0);
   for (int i = 0; i < kKernelTimelineMarks; ++i) EXPECT_LT(s.rows[0].marks[i], 0.0);
+}
+
+// The report's text: the table's rows, and for a marked launch each mark with the time since the previous one
+// (the first since the launch's last wait) and the end's since the last mark; none for unmarked launches.
+TEST(KernelTimeline, ReportListsMarksWithTheirPhases) {
+  Recorder r;
+  for (int layer = 0; layer < 3; ++layer) {
+    const size_t first = r.records.size();
+    const double t0 = 1000.0 + 100.0 * layer;
+    r.layer(t0, 6.0);
+    for (unsigned b = 0; b < 4; ++b) {  // attention: waits at t0 + 6.3 (last block), ends at t0 + 11
+      KernelTimelineRecord& rec = r.records[first + 4 + b];
+      rec.mark[0] = static_cast<unsigned long long>((t0 + 7.5) * 1e3);
+      rec.mark[1] = static_cast<unsigned long long>((t0 + 9.0) * 1e3);
+    }
+  }
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  write_kernel_timeline_report(f, summarize_kernel_timeline(r.records));
+  std::rewind(f);
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, f)) text += buf;
+  std::fclose(f);
+  EXPECT_NE(text.find("96 block records, 24 whole launches, 3 decode layers"), std::string::npos) << text;
+  EXPECT_NE(text.find("  stage 1            4     25.00     26.00     26.30    31.00     6.00"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  attention    marks (last block to reach each):    7.50 (+1.20)    9.00 (+1.50), end "
+                      "(+2.00)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("fp8 GEMV     marks"), std::string::npos) << text;
 }
 
 TEST(KernelTimeline, IncompleteLaunchesAndStrayKernelsAreLeftOut) {
