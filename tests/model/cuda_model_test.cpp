@@ -309,27 +309,23 @@ struct AttentionShape {
 
 class cuda_attention_shapes : public ::testing::TestWithParam<AttentionShape> {};
 
-// MOE_ATTENTION_LANES set for one test's lifetime (the decode launcher reads it at every launch).
-struct ScopedAttentionLanes {
-  explicit ScopedAttentionLanes(const char* v) { setenv("MOE_ATTENTION_LANES", v, 1); }
-  ~ScopedAttentionLanes() { unsetenv("MOE_ATTENTION_LANES"); }
-};
-// MOE_ATTENTION_CLUSTER=0 for one test's lifetime when asked (also read at every launch).
-struct ScopedGlobalCombine {
-  explicit ScopedGlobalCombine(bool on) : on_(on) {
-    if (on_) setenv("MOE_ATTENTION_CLUSTER", "0", 1);
+// NAME=value for one test's lifetime (value null: left unset); the decode launcher reads MOE_ATTENTION_LANES
+// and MOE_ATTENTION_CLUSTER at every launch.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(value ? name : nullptr) {
+    if (name_) setenv(name_, value, 1);
   }
-  ~ScopedGlobalCombine() {
-    if (on_) unsetenv("MOE_ATTENTION_CLUSTER");
+  ~ScopedEnv() {
+    if (name_) unsetenv(name_);
   }
-  bool on_;
+  const char* name_;
 };
 
 TEST_P(cuda_attention_shapes, DecodeMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   const AttentionShape shape = GetParam();
-  const ScopedAttentionLanes lanes(shape.lanes);
-  const ScopedGlobalCombine global_combine(shape.global_combine);
+  const ScopedEnv lanes("MOE_ATTENTION_LANES", shape.lanes);
+  const ScopedEnv global_combine("MOE_ATTENTION_CLUSTER", shape.global_combine ? "0" : nullptr);
   const std::string dir = (std::filesystem::temp_directory_path() /
                            (std::string("moe_cuda_attention_") + shape.name + std::to_string(getpid())))
                               .string();
