@@ -218,7 +218,6 @@ __device__ void prepare_new_token(const DecodeArgs& a, const NewTokenInputs<D / 
   constexpr int E = D / 32, kItems = kHeads + 2, kPerWarp = (kItems + kWarps<L> - 1) / kWarps<L>;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int kv_heads = a.kv.kv_heads;
-  const float* row = in.row;
   const auto slot_of = [&](int item) {
     return item < kHeads ? h0 + item : item == kHeads ? a.heads + kvh : a.heads + kv_heads + kvh;
   };
@@ -228,11 +227,8 @@ __device__ void prepare_new_token(const DecodeArgs& a, const NewTokenInputs<D / 
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
     const int item = warp + u * kWarps<L>;
-    if (live(item)) load_lane_elements<E>(row + static_cast<int64_t>(slot_of(item)) * D, v[u]);
+    if (live(item)) load_lane_elements<E>(in.row + static_cast<int64_t>(slot_of(item)) * D, v[u]);
   }
-  const float(&qw)[E] = in.qw;
-  const float(&kw)[E] = in.kw;
-  const HeadRotation<E>& rot = in.rot;
   const float scale = 1.0f / sqrtf(static_cast<float>(D));
 #pragma unroll
   for (int u = 0; u < kPerWarp; ++u) {
@@ -245,9 +241,9 @@ __device__ void prepare_new_token(const DecodeArgs& a, const NewTokenInputs<D / 
     }
     const bool is_q = item < kHeads, is_k = item == kHeads;
     if (is_q)
-      head_norm_rope<E>(v[u], qw, a.nr.q_norm != nullptr, a.nr.eps, true, rot);
+      head_norm_rope<E>(v[u], in.qw, a.nr.q_norm != nullptr, a.nr.eps, true, in.rot);
     else
-      head_norm_rope<E>(v[u], kw, is_k && a.nr.k_norm != nullptr, a.nr.eps, is_k, rot);
+      head_norm_rope<E>(v[u], in.kw, is_k && a.nr.k_norm != nullptr, a.nr.eps, is_k, in.rot);
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const int i = lane + 32 * e;
@@ -523,8 +519,9 @@ __device__ void combine_splits(const DecodeArgs& a, int b, int h0, int nh, Combi
 
 // The splits' results combined by their heads' owners, as combine_splits does from `partial` (the same
 // weights, in split order): after the cluster barrier (every block's sends have landed) block (rank) r writes
-// heads r, r + splits, ... of the group from its own push slots, each thread one output. Nothing is read from
-// another block after the barrier, so no block waits for the others to finish.
+// heads r, r + splits, ... of the group from its own push slots, each thread one output (working out its
+// head's split weights itself: a few exponentials cost less than a barrier to share them). Nothing is read
+// from another block after the barrier, so no block waits for the others to finish.
 template <int D, int kHeads, int L>
 __device__ void cluster_combine(const DecodeArgs& a, int b, int h0, int nh, uint8_t* tile,
                                 cuda::KernelTimelineScope& timeline) {

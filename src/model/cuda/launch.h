@@ -87,9 +87,11 @@ void attention_prefill(const float* q, const StepMetaDev& meta, const int32_t* t
 // attention_decode.cu: one new token per sequence (row b is sequence b, at position seq_kv_len[b] - 1), B
 // sequences. Takes that token's q/k/v projection qkv [B, (heads + 2 kv_heads) * D] fp32, does `nr` to its q
 // and k itself, stores its k and v into its KV slot, and attends over the sequence's KV split into `splits`
-// parts (graph-safe: lengths are read on the device). Partials in `partial` [B, heads, splits, head_dim + 2]
-// fp32, combined into ctx by the last block of each group; `counters` [attention_decode_counters(B, heads,
-// kv_heads)] must be zero (embed_rows zeroes every layer's in the same step).
+// parts (graph-safe: lengths are read on the device). Up to kAttentionMaxClusterSplits splits combine inside
+// a thread block cluster (MOE_ATTENTION_CLUSTER=0: as with more); more put partials in `partial` [B, heads,
+// splits, head_dim + 2] fp32, combined into ctx by the last block of each group; `counters`
+// [attention_decode_counters(B, heads, kv_heads)] must be zero (embed_rows zeroes every layer's in the same
+// step).
 constexpr int kAttentionMaxSplits = 32;
 // Up to this many splits (a portable cluster size) the splits of a KV head run as one thread block cluster
 // and combine through distributed shared memory (attention_decode.cu).
