@@ -26,8 +26,10 @@ struct Recorder {
     }
     ++launches[kind];
   }
-  // One decode layer starting at t0 (us): eight launches, each 5 us after the previous one's start.
-  void layer(double t0, double stage1_span) {
+  // One decode layer starting at t0 (us): eight launches of four blocks, each 5 us after the previous one's
+  // start. Returns the index of its first record.
+  size_t layer(double t0, double stage1_span) {
+    const size_t first = records.size();
     const int kinds[] = {kTlFp8Gemv,  kTlAttention, kTlFp8Gemv, kTlF32Gemv,
                          kTlPrologue, kTlStage1,    kTlStage2,  kTlCombine};
     double t = t0;
@@ -36,6 +38,14 @@ struct Recorder {
       launch(k, 4, t, t + 1.0, t + span);
       t += 5.0;
     }
+    return first;
+  }
+  // Mark i of block b of the attention launch (the second) of the layer whose first record is `first`, at
+  // `us`.
+  void mark_attention(size_t first, unsigned b, int i, double us) {
+    KernelTimelineRecord& rec = records[first + 4 + b];
+    ASSERT_EQ(rec.kind, kTlAttention);
+    rec.mark[i] = static_cast<unsigned long long>(us * 1e3);
   }
 };
 
@@ -68,18 +78,15 @@ TEST(KernelTimeline, LayersAndMediansFromBlockRecords) {
 TEST(KernelTimeline, MarksAreTheLastBlocksArrivalMedianOverLayers) {
   Recorder r;
   for (int layer = 0; layer < 3; ++layer) {
-    const size_t first = r.records.size();
     const double t0 = 1000.0 + 100.0 * layer;
-    r.layer(t0, 6.0);
-    // The layer's attention records (its second launch: records 4..7): marks 0 and 1 in every block, at
-    // t0 + 6 + block us and t0 + 8 + block + layer us; mark 2 only in block 3 (the one that combines).
+    const size_t first = r.layer(t0, 6.0);
+    // Attention's marks 0 and 1 in every block, at t0 + 6 + block us and t0 + 8 + block + layer us; mark 2
+    // only in block 3 (the one that combines).
     for (unsigned b = 0; b < 4; ++b) {
-      KernelTimelineRecord& rec = r.records[first + 4 + b];
-      ASSERT_EQ(rec.kind, kTlAttention);
-      rec.mark[0] = static_cast<unsigned long long>((t0 + 6.0 + b) * 1e3);
-      rec.mark[1] = static_cast<unsigned long long>((t0 + 8.0 + b + layer) * 1e3);
-      if (b == 3) rec.mark[2] = static_cast<unsigned long long>((t0 + 9.5) * 1e3);
+      r.mark_attention(first, b, 0, t0 + 6.0 + b);
+      r.mark_attention(first, b, 1, t0 + 8.0 + b + layer);
     }
+    r.mark_attention(first, 3, 2, t0 + 9.5);
   }
   const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
   ASSERT_EQ(s.rows.size(), 8u);
@@ -95,13 +102,11 @@ TEST(KernelTimeline, MarksAreTheLastBlocksArrivalMedianOverLayers) {
 TEST(KernelTimeline, ReportListsMarksWithTheirPhases) {
   Recorder r;
   for (int layer = 0; layer < 3; ++layer) {
-    const size_t first = r.records.size();
     const double t0 = 1000.0 + 100.0 * layer;
-    r.layer(t0, 6.0);
+    const size_t first = r.layer(t0, 6.0);
     for (unsigned b = 0; b < 4; ++b) {  // attention: waits at t0 + 6.3 (last block), ends at t0 + 11
-      KernelTimelineRecord& rec = r.records[first + 4 + b];
-      rec.mark[0] = static_cast<unsigned long long>((t0 + 7.5) * 1e3);
-      rec.mark[1] = static_cast<unsigned long long>((t0 + 9.0) * 1e3);
+      r.mark_attention(first, b, 0, t0 + 7.5);
+      r.mark_attention(first, b, 1, t0 + 9.0);
     }
   }
   std::FILE* f = std::tmpfile();
