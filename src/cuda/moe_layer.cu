@@ -537,7 +537,8 @@ DecodeArgs decode_args(const DeviceMoeLayer& layer, MoeWorkspace& ws, const Rout
 }  // namespace
 
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
-               int M, uint16_t* out, cudaStream_t stream, GemmPath path, MoeCombineInput* leave_combine) {
+               int M, uint16_t* out, cudaStream_t stream, GemmPath path, MoeCombineInput* leave_combine,
+               const RouterLaunch* router_launch) {
   if (leave_combine) *leave_combine = MoeCombineInput{};  // the paths that combine themselves leave it so
   require(M >= 1 && M <= ws.max_tokens(), "fused_moe: M=", M, " outside the workspace's [1, ",
           ws.max_tokens(), "]");
@@ -566,6 +567,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     fa.out = out;
     fa.timeline = fused_timeline_buffer();
     fa.M = M;
+    if (router_launch) (*router_launch)(nullptr, nullptr);
     launch_fused(fa, stream);
     MOE_CUDA_CHECK_LAUNCH();
     mark_part("moe fused", stream);
@@ -676,12 +678,15 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     aa.n_zero_ints = kChainCounters;
   }
   if (self_routed) {
-    // no prologue
+    if (router_launch) (*router_launch)(nullptr, nullptr);  // no prologue
   } else if (prologue_fits_one_block(M, K)) {
-    launch_prologue_small(ra, aa, M, stream);
-    MOE_CUDA_CHECK_LAUNCH();
+    if (!router_launch || !(*router_launch)(&ra, &aa)) {
+      launch_prologue_small(ra, aa, M, stream);
+      MOE_CUDA_CHECK_LAUNCH();
+    }
     mark_part("moe prologue", stream);
   } else {
+    if (router_launch) (*router_launch)(nullptr, nullptr);
     launch_route(ra, M, stream);
     MOE_CUDA_CHECK_LAUNCH();
     launch_align(aa, stream);
@@ -763,6 +768,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                  out};
   ca.y_bf16 = g.y_bf16;
   ca.y_shared_bf16 = shared ? s.y_bf16 : nullptr;
+  ca.ids_before_wait = stages == StagePath::SwapAb && !counters;  // (CombineArgs::ids_before_wait says why)
   if (counters) {
     ca.chain_counters = counters;
     ca.chain_targets[0] = routed_blocks.stage1;

@@ -4,6 +4,7 @@
 // preallocated workspaces, so it can be captured in a CUDA graph.
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -150,13 +151,24 @@ int mma_min_tokens();
 using MoePartMarker = void (*)(void* context, const char* part, cudaStream_t stream);
 void set_moe_part_marker(MoePartMarker marker, void* context);
 
-// out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32.
+struct RouteArgs;  // cuda/kernels/launchers.h
+struct AlignArgs;
+// A caller's launch that writes router_logits [M, E] (the model's router GEMV, its norm inside), handed to
+// fused_moe so that the op may fuse its one-block prologue into it: fused_moe calls it exactly once, before
+// anything reads the logits. Where the op would launch its one-block prologue next it passes that prologue's
+// arguments, and the launch may then do the prologue's work too (model/cuda/router_prologue.h, the same
+// bits) and return true: one launch and one kernel boundary fewer. With nulls, or returning false, it has
+// written only the logits, and the op runs its own prologue.
+using RouterLaunch = std::function<bool(const RouteArgs* route, const AlignArgs* align)>;
+
+// out [M, H] bf16 = the fused MoE of x [M, H] bf16 with router_logits [M, E] fp32 (written by
+// *router_launch inside the call when that is set).
 // With leave_combine set, a call whose path ends in the combine kernel does not launch it and leaves `out`
 // unwritten: *leave_combine gets the combine's inputs (workspace buffers, valid until the workspace's next
 // call) for the consumer to add (moe_combine_input.h). Any other call writes `out` as usual and sets
 // leave_combine->y to null.
 void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x, const float* router_logits,
                int M, uint16_t* out, cudaStream_t stream, GemmPath path = GemmPath::Auto,
-               MoeCombineInput* leave_combine = nullptr);
+               MoeCombineInput* leave_combine = nullptr, const RouterLaunch* router_launch = nullptr);
 
 }  // namespace moe::cuda

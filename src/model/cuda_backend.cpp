@@ -18,6 +18,7 @@
 #include "cuda/random_fill.h"
 #include "model/cuda/cuda_model_backend.h"
 #include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/router_prologue.h"
 
 namespace moe::model {
 namespace gpu {
@@ -358,12 +359,26 @@ void CudaModelBackend::run_step(const StepPlan& p) {
     mark("o_proj");
     all_reduce(y_.get(), static_cast<int64_t>(N) * H, dist::ReduceType::F32);
     const bool router_norms = L.moe && N <= kF32GemvMaxM && H <= kFp8GemvMaxCols;
-    if (router_norms) {
-      // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
-      const NormInput in{x,       y_.as<float>(),         nullptr, L.post_norm.as<float>(), eps,
-                         x_spare, xn_bf16_.as<uint16_t>()};
-      f32_gemv(L.router.as<float>(), L.moe->router_experts(), H, nullptr, N, router_logits_.as<float>(),
-               stream_, &in);
+    // The post-attention norm inside the router's GEMV; it also writes the bf16 rows the fused MoE reads.
+    const NormInput router_in{x,       y_.as<float>(),         nullptr, L.post_norm.as<float>(), eps,
+                              x_spare, xn_bf16_.as<uint16_t>()};
+    const int E = L.moe ? L.moe->router_experts() : 0;
+    // The router's GEMV launched by the MoE op, which may fuse its one-block prologue into it (not while the
+    // step is stamped: the stamps expect the router before the op).
+    const bool router_in_moe =
+        router_norms && !stamps_ && router_prologue_on() && router_prologue_fits(E, H, N);
+    const cuda::RouterLaunch launch_router = [&](const cuda::RouteArgs* route, const cuda::AlignArgs* align) {
+      if (route) {
+        router_prologue(L.router.as<float>(), E, H, N, router_in, *route, *align, stream_);
+        return true;
+      }
+      f32_gemv(L.router.as<float>(), E, H, nullptr, N, router_logits_.as<float>(), stream_, &router_in);
+      return false;
+    };
+    if (router_in_moe) {
+      // launched inside fused_moe below
+    } else if (router_norms) {
+      launch_router(nullptr, nullptr);
       std::swap(x, x_spare);
     } else {
       rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
@@ -376,7 +391,9 @@ void CudaModelBackend::run_step(const StepPlan& p) {
     if (L.moe) {
       cuda::fused_moe(*L.moe, *moe_ws_, xn_bf16_.as<uint16_t>(), router_logits_.as<float>(), N,
                       moe_out_.as<uint16_t>(), stream_, cuda::GemmPath::Auto,
-                      combine_goes_to_next_norm(l, N) ? &pending_combine : nullptr);
+                      combine_goes_to_next_norm(l, N) ? &pending_combine : nullptr,
+                      router_in_moe ? &launch_router : nullptr);
+      if (router_in_moe) std::swap(x, x_spare);  // the router's norm wrote x_spare
       pending_f32 = nullptr;
       pending_bf16 = pending_combine.y ? nullptr : moe_out_.as<uint16_t>();
       if (pending_combine.y) combines_in_norm.fetch_add(1, std::memory_order_relaxed);
@@ -506,6 +523,18 @@ void set_cuda_gemv_compact(bool on) {
 
 int64_t cuda_gemv_compact_launches() {
   return gpu::fp8_gemv_compact_launches();
+}
+
+bool cuda_router_prologue() {
+  return gpu::router_prologue_on();
+}
+
+void set_cuda_router_prologue(bool on) {
+  gpu::set_router_prologue(on);
+}
+
+int64_t cuda_router_prologue_launches() {
+  return gpu::router_prologue_launches();
 }
 
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights& weights, const TensorSource& ckpt,

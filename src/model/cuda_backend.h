@@ -34,6 +34,12 @@ bool cuda_gemv_compact();
 void set_cuda_gemv_compact(bool on);
 int64_t cuda_gemv_compact_launches();
 
+// The MoE router's GEMV and the op's one-block prologue in one launch (model/cuda/router_prologue.h; the
+// same bits): whether it runs (on unless MOE_ROUTER_PROLOGUE=0), a switch for tests, its launches so far.
+bool cuda_router_prologue();
+void set_cuda_router_prologue(bool on);
+int64_t cuda_router_prologue_launches();
+
 // True when a CUDA device is visible (and this build has CUDA).
 bool cuda_model_backend_available();
 

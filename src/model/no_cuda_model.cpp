@@ -23,6 +23,16 @@ int64_t cuda_gemv_compact_launches() {
   return 0;
 }
 
+bool cuda_router_prologue() {
+  return false;
+}
+
+void set_cuda_router_prologue(bool) {}
+
+int64_t cuda_router_prologue_launches() {
+  return 0;
+}
+
 std::unique_ptr<ModelBackend> make_cuda_model_backend(const ModelWeights&, const TensorSource&,
                                                       const BackendOptions&, const CudaBackendOptions&) {
   fail_input("this build of moe has no CUDA backend (nvcc was not found at configure time)");

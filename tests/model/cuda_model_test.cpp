@@ -290,6 +290,40 @@ TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
   set_cuda_gemv_compact(compact_default);
 }
 
+// The router's GEMV with the MoE op's one-block prologue in the same launch (router_prologue.h: a cluster
+// gathers the logits in block 0's shared memory, which routes, quantises and groups) gives the same bits as
+// the router GEMV and the op's own prologue: decode logits with it and without, bf16 and fp8, eager at batch
+// 1 to 4 (each row count's instantiation) and replayed from graphs at batch 1 and 4. The launch counter
+// shows it ran (fp8), and only when on.
+TEST(cuda_model_router, RouterPrologueKeepsTheBits) {
+  SKIP_WITHOUT_GPU();
+  const bool fused_default = cuda_router_prologue();
+  for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+    for (const auto& [batch, graphs] :
+         {std::pair{1, false}, {2, false}, {3, false}, {4, false}, {1, true}, {4, true}}) {
+      set_cuda_router_prologue(false);
+      const int64_t before_off = cuda_router_prologue_launches();
+      const std::vector<float> off = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+      EXPECT_EQ(cuda_router_prologue_launches(), before_off) << "the fused router prologue ran while off";
+      set_cuda_router_prologue(true);
+      const int64_t before_on = cuda_router_prologue_launches();
+      const std::vector<float> on = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+      // (bf16's swap-AB stage 1 routes a few tokens itself, with no prologue to fuse: there the op asks
+      // for the logits alone.)
+      if (f == WeightFormat::Fp8Block) {
+        EXPECT_GT(cuda_router_prologue_launches(), before_on)
+            << fmt_name(f) << " batch " << batch << ": the fused router prologue never ran";
+      }
+      ASSERT_EQ(off.size(), on.size());
+      expect_finite(on, "router prologue");
+      for (size_t i = 0; i < off.size(); ++i)
+        ASSERT_EQ(off[i], on[i]) << fmt_name(f) << " batch " << batch << (graphs ? " (graphs)" : "")
+                                 << ": logit " << i;
+    }
+  }
+  set_cuda_router_prologue(fused_default);
+}
+
 // Decode attention's block shapes (src/model/cuda/attention_decode.cu): query heads per KV head of 1 (one
 // head per block), 3 (a block of 4 with one head idle), 8 (the Qwen3-30B block) and 16 (two blocks per KV
 // head), with head_dim 32 to 256, each with the wide blocks (several lanes per key), with one lane per key

@@ -1,8 +1,8 @@
 #pragma once
-// Groups (token, slot) pairs by expert inside one block of kAlignThreads threads: counts, offsets, the pairs
-// of each expert and the list of active experts. Counters start from zero inside the kernel. Positions inside
-// an expert come from integer atomics: the order can vary, but each pair's result never depends on its
-// position, so outputs are bitwise stable.
+// Groups (token, slot) pairs by expert inside one block of at least E threads (kAlignThreads at most):
+// counts, offsets, the pairs of each expert and the list of active experts. Counters start from zero inside
+// the kernel. Positions inside an expert come from integer atomics: the order can vary, but each pair's
+// result never depends on its position, so outputs are bitwise stable.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/launchers.h"
@@ -17,7 +17,8 @@ struct AlignShared {
   int warp_sums[33];
 };
 
-// Exclusive scan of one value per thread (blockDim.x == kAlignThreads); returns the prefix, *total the sum.
+// Exclusive scan of one value per thread (blockDim.x a multiple of 32, at most kAlignThreads); returns the
+// prefix, *total the sum.
 __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int incl = v;
@@ -29,7 +30,7 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
   if (lane == 31) warp_sums[warp] = incl;
   __syncthreads();
   if (warp == 0) {
-    const int w = warp_sums[lane];
+    const int w = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0;  // smaller blocks' tail
     int wincl = w;
     for (int off = 1; off < 32; off *= 2) {
       const int o = __shfl_up_sync(0xffffffffu, wincl, off);
@@ -44,7 +45,7 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
 }
 
 // The grouping's per-expert arrays from thread e's count c of expert e (every thread of the block calls it;
-// blockDim.x == kAlignThreads >= E): offsets, the active list and each active slot's first pair, the number
+// blockDim.x >= E): offsets, the active list and each active slot's first pair, the number
 // active. Returns expert e's first position in sorted_pairs.
 __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, int* warp_sums) {
   const int E = a.num_experts, e = threadIdx.x;

@@ -55,6 +55,17 @@ template <bool kBf16>
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a) {
   using P = Piece<kBf16>;
   KernelTimelineScope timeline(kTlCombine);
+  const int t = blockIdx.x, K = a.top_k, pieces = a.hidden / P::kCols;
+  __shared__ int ids[32];
+  __shared__ float w[32];
+  // Through L2 (.cg): this SM's L1 may still hold the previous call's ids and weights.
+  const auto read_slots = [&] {
+    if (threadIdx.x < K) {
+      ids[threadIdx.x] = __ldcg(a.topk_ids + static_cast<size_t>(t) * K + threadIdx.x);
+      w[threadIdx.x] = __ldcg(a.topk_weights + static_cast<size_t>(t) * K + threadIdx.x);
+    }
+  };
+  if (a.ids_before_wait) read_slots();
   if (a.chain_counters) {
     count_wait(a.chain_counters + 1, a.chain_targets[1]);
     count_wait(a.chain_counters, a.chain_targets[0]);
@@ -65,13 +76,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(CombineArgs a)
   // The next kernel (a decode step's next q/k/v GEMV) may start and request its weights now: it waits for
   // this grid before it reads the output.
   pdl_trigger();
-  const int t = blockIdx.x, K = a.top_k, pieces = a.hidden / P::kCols;
-  __shared__ int ids[32];
-  __shared__ float w[32];
-  if (threadIdx.x < K) {
-    ids[threadIdx.x] = a.topk_ids[static_cast<size_t>(t) * K + threadIdx.x];
-    w[threadIdx.x] = a.topk_weights[static_cast<size_t>(t) * K + threadIdx.x];
-  }
+  if (!a.ids_before_wait) read_slots();
   __syncthreads();
   timeline.mark(0);  // measuring builds: the token's slot ids and weights read
   const int piece = blockIdx.y * blockDim.x + threadIdx.x;

@@ -93,6 +93,11 @@ struct CombineArgs {
   // zeroed the counter. Null: the wait.
   const unsigned* chain_counters = nullptr;
   unsigned chain_targets[kChainCounters] = {};
+  // The top-k ids and weights read before the programmatic wait (fused_moe sets it for the swap-AB stages
+  // with that wait): the prologue wrote them three launches back, and the chain of waits already ensures it
+  // finished: this kernel starts only once every stage-2 block has triggered or left, a stage-2 block with
+  // an expert triggers only after its wait for stage 1, and every stage-1 block waits for the prologue first.
+  bool ids_before_wait = false;
 };
 void launch_combine(const CombineArgs& a, int M, cudaStream_t stream);
 

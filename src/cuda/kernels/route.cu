@@ -10,13 +10,11 @@
 
 #include "core/codecs.h"
 #include "core/error.h"
-#include "cuda/kernels/act_quant.cuh"
-#include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
-#include "cuda/kernels/warp_router.cuh"
+#include "cuda/kernels/prologue_small.cuh"
 
 MOE_KERNEL_TIMELINE_TU(route)
 
@@ -24,44 +22,6 @@ namespace moe::cuda {
 namespace {
 
 constexpr int kRouteWarps = 8;
-
-// Token t's shared-expert gate, sigmoid(shared_gate . x), by one warp in a fixed order (lane-strided
-// products, then a shuffle tree); 1 when there is no gate weight (DeepSeek's shared_experts).
-__device__ void warp_shared_gate(const RouteArgs& a, int t) {
-  const int lane = threadIdx.x % 32;
-  float g = 1.0f;
-  if (a.shared_gate_weight) {
-    const uint16_t* x = a.x + static_cast<size_t>(t) * a.hidden;
-    float s = 0.0f;
-    for (int h = lane; h < a.hidden; h += 32) s = fmaf(bf16_to_f32(x[h]), a.shared_gate_weight[h], s);
-    s = warp_sum(s);
-    g = 1.0f / (1.0f + expf(-s));
-  }
-  if (lane == 0) {
-    a.shared_gate_out[t] = g;
-    a.shared_pairs[t] = t;
-  }
-}
-
-__device__ void write_shared_grouping(const RouteArgs& a, int M) {
-  a.shared_offsets[0] = 0;
-  a.shared_offsets[1] = M;
-  a.shared_active[0] = 0;
-  a.shared_num_active[0] = 1;
-}
-
-// Token t's activation group g for stage 1: fp8 codes + scale when the streaming path asks for them, else the
-// dequantised values in xq (the GEMV path); nothing when neither is wanted (bf16 streamed straight from x).
-__device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g,
-                                                          const GroupGrid& grid) {
-  const size_t row = static_cast<size_t>(t) * a.hidden;
-  if (a.x_codes) {
-    const float s = warp_quantize_fp8_codes(a.x + row, grid.begin(g), grid.end(g), a.x_codes + row);
-    if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * grid.count() + g] = s;
-  } else if (a.xq) {
-    warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
-  }
-}
 
 template <int kPerLane>
 __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
@@ -97,7 +57,6 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
   if (w < M * grid.count()) warp_quantize_token_group(a, w / grid.count(), w % grid.count(), grid);
 }
 
-constexpr int kSmallMaxPairs = 1024;
 // Past a few tokens the one-block prologue's 32 warps quantise many (token, group) items each, one after
 // another (measured in the model at 64 tokens: 88 us against 11 at one token); the many-block route kernel
 // gives every item its own warp, for one more launch (the grouping).
@@ -105,32 +64,12 @@ constexpr int kSmallMaxTokens = 8;
 
 template <int kPerLane>
 __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
-  __shared__ AlignShared s;
-  __shared__ int ids[kSmallMaxPairs];
+  __shared__ PrologueShared s;
   KernelTimelineScope timeline(kTlPrologue);
   pdl_wait();  // the first kernel of a call: as route_kernel
   timeline.waited();
   pdl_trigger();
-  for (int i = threadIdx.x; i < al.n_zero_ints; i += blockDim.x) al.zero_ints[i] = 0;
-  const int warp = threadIdx.x / 32, warps = kAlignThreads / 32, lane = threadIdx.x % 32;
-  const int K = a.router.top_k, E = a.router.num_experts;
-  for (int t = warp; t < M; t += warps) {
-    const int id = warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(t) * E,
-                                        a.topk_ids + static_cast<size_t>(t) * K,
-                                        a.topk_weights + static_cast<size_t>(t) * K);
-    if (lane < K) ids[t * K + lane] = id;
-    if (a.shared_gate_out) warp_shared_gate(a, t);
-  }
-  // Every (token, group) of the activations is quantised by some warp, in parallel; the items are dealt
-  // from the last warp down, so the routing warps (the first M) start on them last.
-  const GroupGrid grid(a.quant, a.hidden, 0);
-  const int groups = grid.count();
-  for (int p = warps - 1 - warp; p < M * groups; p += warps)
-    warp_quantize_token_group(a, p / groups, p % groups, grid);
-  if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
-  __syncthreads();
-  timeline.mark(0);  // measuring builds: routed and quantised; the grouping starts
-  block_align(ids, al, s);
+  prologue_small<kPerLane>(a, al, M, a.logits, s, timeline, 0);  // mark 0: the grouping starts
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda/kernels/cluster_barrier.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/weight_decode.cuh"
@@ -76,15 +77,8 @@ __device__ __forceinline__ float* push_slots(uint8_t* tile) {
   return reinterpret_cast<float*>(tile + kTileBytes<D, L>);
 }
 
-// The cluster barrier in two halves (PTX barrier.cluster): a block arrives when it starts and waits before
-// its first write to another block's shared memory, which must have started (CUDA's rule for distributed
-// shared memory); by then every block has long arrived, so the wait costs nothing.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-}
+using cuda::cluster_arrive_relaxed;
+using cuda::cluster_wait;
 
 struct DecodeArgs {
   const float* qkv;  // [B, (heads + 2 kv_heads) * D]

@@ -1,9 +1,9 @@
 // y [M, rows] = x [M, cols] · Wᵀ for fp32 W [rows, cols] and a few rows of x: the MoE router at decode sizes.
-// One warp per output row, 16-byte loads; the first kSteps loads of the row (all of a 2048-column row) are
-// issued before the kernel waits for its predecessor (the weights do not depend on it), so they overlap the
-// previous kernel's tail and no weight round trip is left after the wait.
+// One warp per output row (f32_row_dot.cuh: the row's first loads go out before the wait, so no weight
+// round trip is left after it).
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "model/cuda/common.cuh"
+#include "model/cuda/f32_row_dot.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
 #include "model/cuda/norm_rows.cuh"
@@ -13,7 +13,7 @@ MOE_KERNEL_TIMELINE_TU(f32_gemv)
 namespace moe::model::gpu {
 namespace {
 
-constexpr int kWarps = 8, kSteps = 16;
+constexpr int kWarps = 8;
 
 template <int M>
 __global__ void __launch_bounds__(32 * kWarps)
@@ -25,10 +25,8 @@ __global__ void __launch_bounds__(32 * kWarps)
   const bool live = row < rows;
   const int vecs = cols / 4;
   const float4* wrow = reinterpret_cast<const float4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
-  float4 wv[kSteps];
-#pragma unroll
-  for (int u = 0; u < kSteps; ++u)
-    if (live && lane + 32 * u < vecs) wv[u] = __ldcs(wrow + lane + 32 * u);
+  float4 wv[kF32RowSteps];
+  f32_row_prefetch(wrow, vecs, live, wv);
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -39,25 +37,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   timeline.mark(0);  // measuring builds: the norm done (thread 0's view)
   if (!live) return;
   float acc[M];
-#pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = 0.0f;
-  for (int v0 = lane; v0 < vecs; v0 += 32 * kSteps) {
-    if (v0 != lane) {
-#pragma unroll
-      for (int u = 0; u < kSteps; ++u)
-        if (v0 + 32 * u < vecs) wv[u] = __ldcs(wrow + v0 + 32 * u);
-    }
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      const int v = v0 + 32 * u;
-      if (v >= vecs) break;
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        const float4 xv = reinterpret_cast<const float4*>(x + static_cast<int64_t>(m) * cols)[v];
-        acc[m] += wv[u].x * xv.x + wv[u].y * xv.y + wv[u].z * xv.z + wv[u].w * xv.w;
-      }
-    }
-  }
+  f32_row_dot<M>(wrow, vecs, x, wv, acc);
   timeline.mark(1);  // warp 0's dot products done
 #pragma unroll
   for (int m = 0; m < M; ++m) {

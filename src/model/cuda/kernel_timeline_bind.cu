@@ -6,6 +6,7 @@ namespace moe::cuda {
 void bind_kernel_timeline_fp8_linear(KernelTimelineBuffer*);
 void bind_kernel_timeline_fp8_gemv_compact(KernelTimelineBuffer*);
 void bind_kernel_timeline_f32_gemv(KernelTimelineBuffer*);
+void bind_kernel_timeline_router_prologue(KernelTimelineBuffer*);
 void bind_kernel_timeline_attention_decode(KernelTimelineBuffer*);
 void bind_kernel_timeline_route(KernelTimelineBuffer*);
 void bind_kernel_timeline_expert_swap_ab(KernelTimelineBuffer*);
@@ -18,6 +19,7 @@ void bind_kernel_timelines(cuda::KernelTimelineBuffer* buffer) {
   cuda::bind_kernel_timeline_fp8_linear(buffer);
   cuda::bind_kernel_timeline_fp8_gemv_compact(buffer);
   cuda::bind_kernel_timeline_f32_gemv(buffer);
+  cuda::bind_kernel_timeline_router_prologue(buffer);
   cuda::bind_kernel_timeline_attention_decode(buffer);
   cuda::bind_kernel_timeline_route(buffer);
   cuda::bind_kernel_timeline_expert_swap_ab(buffer);

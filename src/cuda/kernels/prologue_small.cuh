@@ -1,0 +1,94 @@
+#pragma once
+// The one-block prologue of a call of a few tokens (routing a warp per token, the shared expert's gate, x
+// quantised for stage 1 by (token, group) items, the grouping by expert), as a device function: run by
+// route.cu's own one-block kernel on the logits in global memory, and by the model's router GEMV
+// (model/cuda/router_prologue.cu) on the logits its cluster gathered in shared memory, so both give the same
+// bits. The pieces route_kernel (many blocks) shares are here too.
+#include <cuda_runtime.h>
+
+#include "core/codecs.h"
+#include "cuda/kernels/act_quant.cuh"
+#include "cuda/kernels/block_align.cuh"
+#include "cuda/kernels/kernel_timeline.cuh"
+#include "cuda/kernels/launchers.h"
+#include "cuda/kernels/warp_router.cuh"
+
+namespace moe::cuda {
+
+// Pairs the one-block prologue groups at most (its ids in shared memory).
+constexpr int kSmallMaxPairs = 1024;
+
+// Token t's shared-expert gate, sigmoid(shared_gate . x), by one warp in a fixed order (lane-strided
+// products, then a shuffle tree); 1 when there is no gate weight (DeepSeek's shared_experts).
+__device__ __forceinline__ void warp_shared_gate(const RouteArgs& a, int t) {
+  const int lane = threadIdx.x % 32;
+  float g = 1.0f;
+  if (a.shared_gate_weight) {
+    const uint16_t* x = a.x + static_cast<size_t>(t) * a.hidden;
+    float s = 0.0f;
+    for (int h = lane; h < a.hidden; h += 32) s = fmaf(bf16_to_f32(x[h]), a.shared_gate_weight[h], s);
+    s = warp_sum(s);
+    g = 1.0f / (1.0f + expf(-s));
+  }
+  if (lane == 0) {
+    a.shared_gate_out[t] = g;
+    a.shared_pairs[t] = t;
+  }
+}
+
+__device__ __forceinline__ void write_shared_grouping(const RouteArgs& a, int M) {
+  a.shared_offsets[0] = 0;
+  a.shared_offsets[1] = M;
+  a.shared_active[0] = 0;
+  a.shared_num_active[0] = 1;
+}
+
+// Token t's activation group g for stage 1: fp8 codes + scale when the streaming path asks for them, else the
+// dequantised values in xq (the GEMV path); nothing when neither is wanted (bf16 streamed straight from x).
+__device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g,
+                                                          const GroupGrid& grid) {
+  const size_t row = static_cast<size_t>(t) * a.hidden;
+  if (a.x_codes) {
+    const float s = warp_quantize_fp8_codes(a.x + row, grid.begin(g), grid.end(g), a.x_codes + row);
+    if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * grid.count() + g] = s;
+  } else if (a.xq) {
+    warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
+  }
+}
+
+// Shared memory of prologue_small: the grouping's, and the pairs' expert ids.
+struct PrologueShared {
+  AlignShared align;
+  int ids[kSmallMaxPairs];
+};
+
+// The whole prologue of M tokens (M * top_k <= kSmallMaxPairs) by one block of at least E threads, after
+// its programmatic wait: logits [M, E] row-major, in global or shared memory. Marks the timeline's point
+// `mark` (measuring builds) when the routing and quantisation are done and the grouping starts.
+template <int kPerLane>
+__device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignArgs& al, int M,
+                                               const float* logits, PrologueShared& s,
+                                               KernelTimelineScope& timeline, int mark) {
+  for (int i = threadIdx.x; i < al.n_zero_ints; i += blockDim.x) al.zero_ints[i] = 0;
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
+  const int K = a.router.top_k, E = a.router.num_experts;
+  for (int t = warp; t < M; t += warps) {
+    const int id = warp_route<kPerLane>(a.router, logits + static_cast<size_t>(t) * E,
+                                        a.topk_ids + static_cast<size_t>(t) * K,
+                                        a.topk_weights + static_cast<size_t>(t) * K);
+    if (lane < K) s.ids[t * K + lane] = id;
+    if (a.shared_gate_out) warp_shared_gate(a, t);
+  }
+  // Every (token, group) of the activations is quantised by some warp, in parallel; the items are dealt
+  // from the last warp down, so the routing warps (the first M) start on them last.
+  const GroupGrid grid(a.quant, a.hidden, 0);
+  const int groups = grid.count();
+  for (int p = warps - 1 - warp; p < M * groups; p += warps)
+    warp_quantize_token_group(a, p / groups, p % groups, grid);
+  if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
+  __syncthreads();
+  timeline.mark(mark);
+  block_align(s.ids, al, s.align);
+}
+
+}  // namespace moe::cuda
