@@ -11,8 +11,13 @@
 #include <map>
 #include <random>
 
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+#include "cuda/random_fill.h"
 #include "io/hf_checkpoint.h"
 #include "logit_agreement.h"
+#include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/launch.h"
 #include "model/cuda_backend.h"
 #include "model/gen_model.h"
 #include "model/runner.h"
@@ -288,6 +293,58 @@ TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
       ASSERT_EQ(off[i], on[i]) << "batch " << batch << (graphs ? " (graphs)" : "") << ": logit " << i;
   }
   set_cuda_gemv_compact(compact_default);
+}
+
+// The compact fp8 GEMV's 16-warp blocks (fp8_gemv_compact.h: for grids of more than 96 8-warp blocks) give
+// the same bits as its 8-warp blocks and as the register-resident kernel, called directly on random fp8
+// weights of Qwen3-30B-A3B's q/k/v (5120 x 2048) and o (2048 x 4096) shapes and an 8192-column one, M = 1 to
+// 4, from x and from a norm; y poisoned with NaN before each call. The launch counter shows the wide form
+// ran.
+TEST(cuda_model_gemv, WideCompactGemvKeepsTheBits) {
+  SKIP_WITHOUT_GPU();
+  const bool compact_default = cuda_gemv_compact(), wide_default = gpu::fp8_gemv_wide_on();
+  const int64_t wide_before = gpu::fp8_gemv_wide_launches();
+  for (const auto& [rows, cols] : {std::pair{5120, 2048}, {2048, 4096}, {1024, 8192}}) {
+    const int M = gpu::kFp8GemvMaxM;
+    const size_t srows = (rows + 127) / 128, scols = (cols + 127) / 128;
+    cuda::DeviceBuffer w(static_cast<size_t>(rows) * cols), scale(srows * scols * 4), x(M * cols * 4ull),
+        res(M * cols * 4ull), norm_w(cols * 4ull), x_out(M * cols * 4ull), xn(M * cols * 2ull),
+        y(M * rows * 4ull);
+    cuda::fill_random(w.get(), w.bytes(), cuda::RandomKind::Fp8, 1);
+    cuda::fill_random(scale.get(), scale.bytes(), cuda::RandomKind::Fp32Scale, 2);
+    cuda::fill_random(x.get(), x.bytes(), cuda::RandomKind::Fp32Small, 3);
+    cuda::fill_random(res.get(), res.bytes(), cuda::RandomKind::Fp32Small, 4);
+    cuda::fill_random(norm_w.get(), norm_w.bytes(), cuda::RandomKind::Fp32Small, 5);
+    for (int m = 1; m <= M; ++m) {
+      for (const bool with_norm : {false, true}) {
+        const gpu::NormInput norm{x.as<float>(), res.as<float>(),   nullptr,          norm_w.as<float>(),
+                                  1e-6f,         x_out.as<float>(), xn.as<uint16_t>()};
+        std::vector<std::vector<float>> out;
+        for (const auto& [compact, wide] : {std::pair{false, false}, {true, false}, {true, true}}) {
+          set_cuda_gemv_compact(compact);
+          gpu::set_fp8_gemv_wide(wide);
+          MOE_CUDA_CHECK(cudaMemset(y.get(), 0xff, y.bytes()));  // NaN
+          gpu::fp8_gemv(w.as<uint8_t>(), scale.as<float>(), rows, cols, x.as<float>(), m, y.as<float>(),
+                        nullptr, with_norm ? &norm : nullptr);
+          MOE_CUDA_CHECK(cudaGetLastError());
+          MOE_CUDA_CHECK(cudaDeviceSynchronize());
+          out.emplace_back(static_cast<size_t>(m) * rows);
+          MOE_CUDA_CHECK(
+              cudaMemcpy(out.back().data(), y.get(), out.back().size() * 4, cudaMemcpyDeviceToHost));
+        }
+        expect_finite(out[2], "wide compact GEMV");
+        for (size_t i = 0; i < out[0].size(); ++i) {
+          ASSERT_EQ(out[0][i], out[1][i])
+              << rows << "x" << cols << " M=" << m << " norm " << with_norm << ": " << i;
+          ASSERT_EQ(out[0][i], out[2][i])
+              << rows << "x" << cols << " M=" << m << " norm " << with_norm << ": " << i;
+        }
+      }
+    }
+  }
+  EXPECT_GT(gpu::fp8_gemv_wide_launches(), wide_before) << "the 16-warp blocks never ran";
+  set_cuda_gemv_compact(compact_default);
+  gpu::set_fp8_gemv_wide(wide_default);
 }
 
 // The router's GEMV with the MoE op's one-block prologue in the same launch (router_prologue.h: a cluster

@@ -7,6 +7,7 @@
 // arithmetic through the same helpers (fp8_gemv_parts.cuh), in the same order, so the same bits.
 #include "model/cuda/fp8_gemv_compact.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/env_flag.h"
@@ -28,9 +29,25 @@ namespace {
 EnvSwitch compact_switch("MOE_GEMV_COMPACT", true);
 std::atomic<int64_t> compact_launches{0};
 
+// Blocks of kWarps warps, or of kWideWarps where the narrow grid would not fit beside the kernel before it:
+// the o projection's 128 blocks of 8 warps start beside decode attention's 32 blocks, whose registers leave
+// no room for one of them on their SMs, so 28 blocks started only when attention ended and fetched their
+// weights after the wait (session 21's timeline, H200: their last landed 3.1 us after the wait). 16 warps
+// halve the grid, with twice each block's weights in shared memory. MOE_GEMV_WIDE=0 keeps 8 warps.
+constexpr int kWideWarps = 16;
+// The narrow grid's blocks above which the wide one runs (the o projection 128, q/k/v 160 for Qwen3-30B-A3B).
+constexpr int kWideAboveBlocks = 96;
+EnvSwitch wide_switch("MOE_GEMV_WIDE", true);
+std::atomic<int64_t> wide_launches{0};
+
 // Shared memory: the M normalised / quantised input rows, then each thread's weight chunks.
-constexpr int kThreads = 32 * kWarps;
-constexpr size_t kWeightBytes = static_cast<size_t>(kThreads) * kLaneChunks * 16;
+template <int W>
+constexpr size_t kWeightBytes = static_cast<size_t>(32 * W) * kLaneChunks * 16;
+// Dynamic shared memory a block may have: Hopper's 227 KB per block less 1 KB for the static arrays.
+constexpr size_t kSmemPerBlock = 226 * 1024;
+template <int W>
+constexpr size_t kMaxSmem = std::min(kFp8GemvMaxM* kFp8GemvMaxCols * sizeof(float) + kWeightBytes<W>,
+                                     kSmemPerBlock);
 
 // A weight chunk into shared memory; when !valid, zero-filled with nothing read (src-size 0). Without the
 // register kernel's evict-first L2 policy: with `.L2::cache_hint` here, ptxas 13.0 compiled the measuring
@@ -47,8 +64,8 @@ __device__ __forceinline__ void copy_weight16(void* dst, const void* src, bool v
 // Warp w takes rows R * w .. R * w + R - 1 and lane l the 16-byte chunks l, l + 32, ... of each, as the
 // register kernel does; its chunk (r, u) lives at wsm[(r * kChunks + u) * kThreads + threadIdx.x], copied by
 // the thread itself, so after its own cp.async wait no barrier is needed to read it.
-template <int M, int R>
-__global__ void __launch_bounds__(kThreads)
+template <int M, int R, int W>
+__global__ void __launch_bounds__(32 * W)
     gemv_compact_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                         NormInput norm) {
   constexpr int kChunks = kLaneChunks / R;
@@ -58,10 +75,10 @@ __global__ void __launch_bounds__(kThreads)
   float* a = reinterpret_cast<float*>(smem4);  // [M][cols]
   uint4* wsm = reinterpret_cast<uint4*>(a + M * cols);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int row0 = (blockIdx.x * kWarps + warp) * R;
+  const int row0 = (blockIdx.x * W + warp) * R;
   const int vecs = cols / 16;
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
-  load_block_scales<R>(scale, cols, block_scales);
+  load_block_scales<R, W>(scale, cols, block_scales);
   // (The register kernel's chunk loop, copying to shared memory; it stays apart so that kernel's code is
   // unchanged.)
 #pragma unroll
@@ -71,7 +88,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int v = lane + 32 * u;
-      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs);
+      copy_weight16(wsm + (r * kChunks + u) * 32 * W + threadIdx.x, wrow + v, live && v < vecs);
     }
   }
   cuda::cp_async_commit();
@@ -83,16 +100,16 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     // x's rows into `a` (four 16-byte pieces in flight per thread and round), then quantised there in place.
     const int pieces = M * cols / 4;
-    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
+    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * 32 * W) {
       float4 t[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const int i = i0 + k * kThreads;
+        const int i = i0 + k * 32 * W;
         t[k] = i < pieces ? reinterpret_cast<const float4*>(x)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        if (i0 + k * kThreads < pieces) smem4[i0 + k * kThreads] = t[k];
+        if (i0 + k * 32 * W < pieces) smem4[i0 + k * 32 * W] = t[k];
     }
     __syncthreads();
   }
@@ -100,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
   // Each group is read and written by one warp (no barrier between its reads and writes).
   const int groups = (cols + 127) / 128;
 #pragma unroll 1
-  for (int item = warp; item < M * groups; item += kWarps) {
+  for (int item = warp; item < M * groups; item += W) {
     const int m = item / groups, g0 = (item % groups) * 128;
     float v[4];
 #pragma unroll
@@ -127,7 +144,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float f[16];
-      cuda::decode16<cuda::WFormat::Fp8Block>(wsm[(r * kChunks + u) * kThreads + threadIdx.x], f);
+      cuda::decode16<cuda::WFormat::Fp8Block>(wsm[(r * kChunks + u) * 32 * W + threadIdx.x], f);
 #pragma unroll
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
@@ -136,15 +153,28 @@ __global__ void __launch_bounds__(kThreads)
   store_rows<M, R>(acc, y, rows, row0);
 }
 
+template <int M, int R, int W>
+void launch_warps(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
+                  cudaStream_t s, const NormInput& norm) {
+  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<W>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_compact_kernel<M, R, W>),
+                     static_cast<int>(kMaxSmem<W>));
+  launch_pdl(gemv_compact_kernel<M, R, W>, blocks_for(rows, W * R), 32 * W, smem, s, w, scale, rows, cols, x,
+             y, norm);
+  compact_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
 template <int M, int R>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
-  constexpr size_t kMaxSmem = kFp8GemvMaxM * kFp8GemvMaxCols * sizeof(float) + kWeightBytes;
-  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_compact_kernel<M, R>), static_cast<int>(kMaxSmem));
-  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes;
-  launch_pdl(gemv_compact_kernel<M, R>, blocks_for(rows, kWarps * R), kThreads, smem, s, w, scale, rows, cols,
-             x, y, norm);
-  compact_launches.fetch_add(1, std::memory_order_relaxed);
+  const bool wide = wide_switch.get() && blocks_for(rows, kWarps * R) > kWideAboveBlocks &&
+                    static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<kWideWarps> <= kSmemPerBlock;
+  if (wide) {
+    launch_warps<M, R, kWideWarps>(w, scale, rows, cols, x, y, s, norm);
+    wide_launches.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    launch_warps<M, R, kWarps>(w, scale, rows, cols, x, y, s, norm);
+  }
 }
 
 }  // namespace
@@ -159,6 +189,18 @@ void set_fp8_gemv_compact(bool on) {
 
 int64_t fp8_gemv_compact_launches() {
   return compact_launches.load(std::memory_order_relaxed);
+}
+
+bool fp8_gemv_wide_on() {
+  return wide_switch.get();
+}
+
+void set_fp8_gemv_wide(bool on) {
+  wide_switch.set(on);
+}
+
+int64_t fp8_gemv_wide_launches() {
+  return wide_launches.load(std::memory_order_relaxed);
 }
 
 void fp8_gemv_compact(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, int R,

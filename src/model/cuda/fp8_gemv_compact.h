@@ -17,6 +17,12 @@ void set_fp8_gemv_compact(bool on);
 // Launches of the compact kernel so far (tests check that it ran).
 int64_t fp8_gemv_compact_launches();
 
+// Its 16-warp blocks where the 8-warp grid would exceed 96 blocks (fp8_gemv_compact.cu says why): on unless
+// MOE_GEMV_WIDE=0; set_fp8_gemv_wide overrides it. The same bits (each warp's rows and order unchanged).
+bool fp8_gemv_wide_on();
+void set_fp8_gemv_wide(bool on);
+int64_t fp8_gemv_wide_launches();
+
 // Whether the compact kernel takes this call: no pending combine (norm.combine.y null), and x 16-byte aligned
 // when it is read as it is (no norm).
 inline bool fp8_gemv_compact_takes(const float* x, const NormInput& norm) {

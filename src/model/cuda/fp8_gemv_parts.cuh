@@ -50,14 +50,14 @@ __device__ __forceinline__ void add_chunk(float& acc, float sw, const float (&f)
   acc += sw * part;
 }
 
-// The weight scales of the block's rows into block_scales [ceil(cols / 128)]: its kWarps * R rows (which
-// divide 128, its first row kWarps * R-aligned) share one row of 128 x 128 scale blocks. Weights are
+// The weight scales of the block's rows into block_scales [ceil(cols / 128)]: its W * R rows (W warps of R
+// rows, which divide 128, its first row W * R-aligned) share one row of 128 x 128 scale blocks. Weights are
 // constant, so both kernels do this before their programmatic wait.
-template <int R>
+template <int R, int W = kWarps>
 __device__ __forceinline__ void load_block_scales(const float* scale, int cols, float* block_scales) {
-  static_assert(128 % (kWarps * R) == 0, "a block's rows must lie in one 128-row scale block");
+  static_assert(128 % (W * R) == 0, "a block's rows must lie in one 128-row scale block");
   const int scols = (cols + 127) / 128;
-  const int64_t srow = static_cast<int64_t>(blockIdx.x) * kWarps * R / 128;
+  const int64_t srow = static_cast<int64_t>(blockIdx.x) * W * R / 128;
   for (int i = threadIdx.x; i < scols; i += blockDim.x) block_scales[i] = scale[srow * scols + i];
 }
 
