@@ -105,14 +105,22 @@ __device__ inline float staged_combine(const cuda::MoeCombineInput& c, const Com
   return bf16_to_f32(f32_to_bf16(acc));
 }
 
+// The norm's thread layout (rms_norm_kernel's block): blocks of at least this many threads run it.
+constexpr int kNormThreads = 256;
+
 // kCombine: p.combine is set (compiled apart, so the GEMVs without one keep their registers).
 template <bool kCombine = false>
 __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, float* a, float* scratch) {
   constexpr int kBatch = 8;
   const bool writer = blockIdx.x == 0 && blockIdx.y == 0;
-  const int stride = blockDim.x;
+  // rms_norm_kernel's 256-thread layout whatever the block's size (256 or more threads): a wider block's
+  // other threads add zeros to block_sum's warp-order total, which leaves it unchanged, so its sums of
+  // squares (and all it normalises) keep the same bits. Summing with all 512 threads of the router_prologue
+  // kernel or the 16-warp compact GEMV changed them (session 21's GPU test).
+  constexpr int stride = kNormThreads;
+  const bool summer = threadIdx.x < kNormThreads;
   // The weights of each thread's first batch go out with the first inputs: one round trip, not two, for a
-  // row of up to kBatch * blockDim.x (2048) values.
+  // row of up to kBatch * kNormThreads (2048) values.
   float w_first[kBatch];
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
@@ -124,7 +132,7 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
   for (int m = 0; m < M; ++m) {
     const int64_t off = static_cast<int64_t>(m) * n;
     float ss = 0.0f;
-    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * stride) {
+    for (int i0 = threadIdx.x; summer && i0 < n; i0 += kBatch * stride) {
       float v[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
@@ -149,7 +157,7 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
     }
     const float total = block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(total / static_cast<float>(n) + p.eps);
-    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * stride) {
+    for (int i0 = threadIdx.x; summer && i0 < n; i0 += kBatch * stride) {
       float w[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
