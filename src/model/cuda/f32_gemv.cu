@@ -21,12 +21,8 @@ __global__ void __launch_bounds__(32 * kWarps)
   extern __shared__ float4 smem4[];  // [M][cols] when the input is normalised here
   __shared__ float scratch[32];
   cuda::KernelTimelineScope timeline(cuda::kTlF32Gemv);
-  const int lane = threadIdx.x % 32, row = blockIdx.x * kWarps + threadIdx.x / 32;
-  const bool live = row < rows;
-  const int vecs = cols / 4;
-  const float4* wrow = reinterpret_cast<const float4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
-  float4 wv[kF32RowSteps];
-  f32_row_prefetch(wrow, vecs, live, wv);
+  const int lane = threadIdx.x % 32;
+  F32WarpRow<kWarps> wr(w, rows, cols);
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -35,14 +31,14 @@ __global__ void __launch_bounds__(32 * kWarps)
     x = reinterpret_cast<const float*>(smem4);
   }
   timeline.mark(0);  // measuring builds: the norm done (thread 0's view)
-  if (!live) return;
+  if (!wr.live) return;
   float acc[M];
-  f32_row_dot<M>(wrow, vecs, x, wv, acc);
+  wr.dot<M>(x, acc);
   timeline.mark(1);  // warp 0's dot products done
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     const float total = warp_sum(acc[m]);
-    if (lane == 0) y[static_cast<int64_t>(m) * rows + row] = total;
+    if (lane == 0) y[static_cast<int64_t>(m) * rows + wr.row] = total;
   }
 }
 

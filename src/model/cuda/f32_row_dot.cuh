@@ -45,4 +45,25 @@ __device__ __forceinline__ void f32_row_dot(const float4* wrow, int vecs, const 
   }
 }
 
+// Warp threadIdx.x / 32 of block blockIdx.x (kWarps warps a block) takes row `row` of W [rows, cols]; it
+// issues the row's first loads at construction, which the kernels do before their programmatic wait.
+template <int kWarps>
+struct F32WarpRow {
+  int row, vecs;
+  bool live;
+  const float4* ptr;
+  float4 wv[kF32RowSteps];
+  __device__ __forceinline__ F32WarpRow(const float* w, int rows, int cols)
+      : row(blockIdx.x * kWarps + threadIdx.x / 32),
+        vecs(cols / 4),
+        live(row < rows),
+        ptr(reinterpret_cast<const float4*>(w + static_cast<int64_t>(live ? row : 0) * cols)) {
+    f32_row_prefetch(ptr, vecs, live, wv);
+  }
+  template <int M>
+  __device__ __forceinline__ void dot(const float* x, float (&acc)[M]) {
+    f32_row_dot<M>(ptr, vecs, x, wv, acc);
+  }
+};
+
 }  // namespace moe::model::gpu

@@ -43,12 +43,8 @@ __global__ void __launch_bounds__(kThreads)
   cuda::KernelTimelineScope timeline(cuda::kTlF32Gemv);
   cg::cluster_group cluster = cg::this_cluster();
   cuda::cluster_arrive_relaxed();  // this block has started (the sends below wait for the others')
-  const int lane = threadIdx.x % 32, row = blockIdx.x * kWarps + threadIdx.x / 32;
-  const bool live = row < rows;
-  const int vecs = cols / 4;
-  const float4* wrow = reinterpret_cast<const float4*>(w + static_cast<int64_t>(live ? row : 0) * cols);
-  float4 wv[kF32RowSteps];
-  f32_row_prefetch(wrow, vecs, live, wv);
+  const int lane = threadIdx.x % 32;
+  F32WarpRow<kWarps> wr(w, rows, cols);
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -58,14 +54,14 @@ __global__ void __launch_bounds__(kThreads)
   // f32_gemv's dot products, in its order (the same bits); dead warps (past the last row) only keep to the
   // cluster's barriers below.
   float acc[M] = {};
-  if (live) f32_row_dot<M>(wrow, vecs, x, wv, acc);
+  if (wr.live) wr.dot<M>(x, acc);
 #pragma unroll
   for (int m = 0; m < M; ++m) acc[m] = warp_sum(acc[m]);
   cuda::cluster_wait();  // every block has started: block 0's logits may be written
-  if (live && lane == 0) {
+  if (wr.live && lane == 0) {
     float* dst = cluster.map_shared_rank(logits, 0);
 #pragma unroll
-    for (int m = 0; m < M; ++m) dst[m * rows + row] = acc[m];
+    for (int m = 0; m < M; ++m) dst[m * rows + wr.row] = acc[m];
   }
   cluster.sync();    // every block's logits are in block 0 (release / acquire at cluster scope)
   timeline.mark(1);  // the logits gathered
