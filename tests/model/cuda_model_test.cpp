@@ -347,34 +347,68 @@ TEST(cuda_model_gemv, WideCompactGemvKeepsTheBits) {
   gpu::set_fp8_gemv_wide(wide_default);
 }
 
+// A model whose router the fused router prologue runs as a cluster of 8 blocks (128 experts, 16 a block)
+// with a norm of 1024 columns (four per thread of its 256-thread layout): the small test model's 8 experts
+// and 256 columns take one block and one column per thread, which hid a bits fault (session 21).
+const std::string& router_cluster_model_dir() {
+  static const std::string dir = [] {
+    const std::string d = (std::filesystem::temp_directory_path() /
+                           ("moe_cuda_model_test_router128_" + std::to_string(getpid())))
+                              .string();
+    GenModelSpec s = gen_model_shape("small");
+    s.hidden = 1024, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_dim = 128, s.mlp_only_layers = {};
+    s.experts = 128, s.top_k = 8, s.moe_intermediate = 128;
+    s.format = WeightFormat::Fp8Block;
+    s.seed = 7;
+    write_random_model(d, s, false);
+    return d;
+  }();
+  return dir;
+}
+
+std::unique_ptr<ModelBackend> cuda_backend_at(const std::string& dir, bool graphs) {
+  const auto ckpt = HfCheckpoint::open(dir, false);
+  CudaBackendOptions c;
+  c.use_graphs = graphs;
+  c.combine_in_norm = false;
+  return make_cuda_model_backend(load_model_weights(*ckpt, false), *ckpt, small_pages(), c);
+}
+
 // The router's GEMV with the MoE op's one-block prologue in the same launch (router_prologue.h: a cluster
 // gathers the logits in block 0's shared memory, which routes, quantises and groups) gives the same bits as
-// the router GEMV and the op's own prologue: decode logits with it and without, bf16 and fp8, eager at batch
-// 1 to 4 (each row count's instantiation) and replayed from graphs at batch 1 and 4. The launch counter
-// shows it ran (fp8), and only when on.
+// the router GEMV and the op's own prologue: decode logits with it and without, eager at batch 1 to 4 (each
+// row count's instantiation) and replayed from graphs at batch 1 and 4, on the small model in bf16 and fp8
+// (one block) and on the 128-expert one (a cluster of 8). The launch counter shows it ran (fp8), and only
+// when on.
 TEST(cuda_model_router, RouterPrologueKeepsTheBits) {
   SKIP_WITHOUT_GPU();
   const bool fused_default = cuda_router_prologue();
-  for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+  struct Model {
+    std::string dir;
+    const char* name;
+    bool fused;  // bf16's swap-AB stage 1 routes a few tokens itself, with no prologue to fuse: there the op
+                 // asks for the logits alone
+  };
+  for (const Model& model : {Model{model_dir(WeightFormat::Bf16), "small bf16", false},
+                             Model{model_dir(WeightFormat::Fp8Block), "small fp8", true},
+                             Model{router_cluster_model_dir(), "128 experts fp8", true}}) {
     for (const auto& [batch, graphs] :
          {std::pair{1, false}, {2, false}, {3, false}, {4, false}, {1, true}, {4, true}}) {
       set_cuda_router_prologue(false);
       const int64_t before_off = cuda_router_prologue_launches();
-      const std::vector<float> off = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
+      const std::vector<float> off = decode_run(cuda_backend_at(model.dir, graphs).release(), batch, 4);
       EXPECT_EQ(cuda_router_prologue_launches(), before_off) << "the fused router prologue ran while off";
       set_cuda_router_prologue(true);
       const int64_t before_on = cuda_router_prologue_launches();
-      const std::vector<float> on = decode_run(cuda_backend(f, graphs, false).release(), batch, 4);
-      // (bf16's swap-AB stage 1 routes a few tokens itself, with no prologue to fuse: there the op asks
-      // for the logits alone.)
-      if (f == WeightFormat::Fp8Block) {
+      const std::vector<float> on = decode_run(cuda_backend_at(model.dir, graphs).release(), batch, 4);
+      if (model.fused) {
         EXPECT_GT(cuda_router_prologue_launches(), before_on)
-            << fmt_name(f) << " batch " << batch << ": the fused router prologue never ran";
+            << model.name << " batch " << batch << ": the fused router prologue never ran";
       }
       ASSERT_EQ(off.size(), on.size());
       expect_finite(on, "router prologue");
       for (size_t i = 0; i < off.size(); ++i)
-        ASSERT_EQ(off[i], on[i]) << fmt_name(f) << " batch " << batch << (graphs ? " (graphs)" : "")
+        ASSERT_EQ(off[i], on[i]) << model.name << " batch " << batch << (graphs ? " (graphs)" : "")
                                  << ": logit " << i;
     }
   }

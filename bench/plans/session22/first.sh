@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 22, first call: the kernel timeline at main with the 16-warp compact GEMV (session 21's third call
+# Session 22, first call: the router prologue's 128-expert bits test (then on for the rest if it passes), the
+# kernel timeline at main with the 16-warp compact GEMV (session 21's third call
 # ran its timeline with MOE_GEMV_WIDE=0), gpu-check at main (H200 figures if an H200 comes: session 21's
 # H200 figures predate the 16-warp blocks), then the TP CLI with the time left, without its checkpoints in
 # the archive. Carry: .carry/s22-gpu.tar.xz (scripts/pack-gpu-carry build) and .carry/measuring22.tar.xz
@@ -10,6 +11,13 @@ source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s22-gpu.tar.xz /tmp/n
 mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/measuring22.tar.xz
 record_gpu $R/gpu.txt
+# The fused router prologue is off by default until its 128-expert bits test (a cluster of 8 blocks) passes
+# on a GPU: that test first; when it passes, the figures below are taken with it on.
+timeout 180 /tmp/n/bin/cuda_model_test --gtest_filter='cuda_model_router*:cuda_model_gemv*' > $R/router-test.log 2>&1
+rc=$?
+echo "router + gemv tests rc $rc t=$(el)"
+grep -E -A3 "^\[  (FAILED|PASSED)|Failure" $R/router-test.log | head -12
+[ $rc -eq 0 ] && export MOE_ROUTER_PROLOGUE=1 && echo "MOE_ROUTER_PROLOGUE=1 from here"
 timeline /tmp/m/bin/moe $R/timeline-b1.log
 pack
 quick_gpu_check /tmp/n/bin
