@@ -375,17 +375,13 @@ void CudaModelBackend::run_step(const StepPlan& p) {
       f32_gemv(L.router.as<float>(), E, H, nullptr, N, router_logits_.as<float>(), stream_, &router_in);
       return false;
     };
-    if (router_in_moe) {
-      // launched inside fused_moe below
-    } else if (router_norms) {
-      launch_router(nullptr, nullptr);
-      std::swap(x, x_spare);
-    } else {
+    if (!router_norms) {
       rms_norm(x, y_.as<float>(), nullptr, L.post_norm.as<float>(), nullptr, N, H, eps, xn_f32_.as<float>(),
                xn_bf16_.as<uint16_t>(), stream_);
       if (L.moe)
-        gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), L.moe->router_experts(),
-                  router_logits_.as<float>(), stream_);
+        gemm_.f32(xn_f32_.as<float>(), N, H, L.router.as<float>(), E, router_logits_.as<float>(), stream_);
+    } else if (!router_in_moe) {
+      launch_router(nullptr, nullptr);  // (otherwise fused_moe launches it below)
     }
     mark("norm+router");
     if (L.moe) {
@@ -393,7 +389,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
                       moe_out_.as<uint16_t>(), stream_, cuda::GemmPath::Auto,
                       combine_goes_to_next_norm(l, N) ? &pending_combine : nullptr,
                       router_in_moe ? &launch_router : nullptr);
-      if (router_in_moe) std::swap(x, x_spare);  // the router's norm wrote x_spare
+      if (router_norms) std::swap(x, x_spare);  // the router's norm wrote x_spare
       pending_f32 = nullptr;
       pending_bf16 = pending_combine.y ? nullptr : moe_out_.as<uint16_t>();
       if (pending_combine.y) combines_in_norm.fetch_add(1, std::memory_order_relaxed);

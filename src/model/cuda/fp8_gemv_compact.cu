@@ -45,6 +45,11 @@ std::atomic<int64_t> wide_launches{0};
 // Shared memory: the M normalised / quantised input rows, then each thread's weight chunks.
 template <int W>
 constexpr size_t kWeightBytes = static_cast<size_t>(32 * W) * kLaneChunks * 16;
+// A launch's dynamic shared memory: M rows of x, then the weights.
+template <int W>
+size_t smem_bytes(int M, int cols) {
+  return static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<W>;
+}
 // Dynamic shared memory a block may have: Hopper's 227 KB per block less 1 KB for the static arrays.
 constexpr size_t kSmemPerBlock = 226 * 1024;
 template <int W>
@@ -70,7 +75,7 @@ template <int M, int R, int W>
 __global__ void __launch_bounds__(32 * W)
     gemv_compact_kernel(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                         NormInput norm) {
-  constexpr int kChunks = kLaneChunks / R;
+  constexpr int kThreads = 32 * W, kChunks = kLaneChunks / R;
   cuda::KernelTimelineScope timeline(cuda::kTlFp8Gemv);
   extern __shared__ float4 smem4[];
   __shared__ float scratch[32];
@@ -90,7 +95,7 @@ __global__ void __launch_bounds__(32 * W)
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int v = lane + 32 * u;
-      copy_weight16(wsm + (r * kChunks + u) * 32 * W + threadIdx.x, wrow + v, live && v < vecs);
+      copy_weight16(wsm + (r * kChunks + u) * kThreads + threadIdx.x, wrow + v, live && v < vecs);
     }
   }
   cuda::cp_async_commit();
@@ -102,16 +107,16 @@ __global__ void __launch_bounds__(32 * W)
   } else {
     // x's rows into `a` (four 16-byte pieces in flight per thread and round), then quantised there in place.
     const int pieces = M * cols / 4;
-    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * 32 * W) {
+    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
       float4 t[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const int i = i0 + k * 32 * W;
+        const int i = i0 + k * kThreads;
         t[k] = i < pieces ? reinterpret_cast<const float4*>(x)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        if (i0 + k * 32 * W < pieces) smem4[i0 + k * 32 * W] = t[k];
+        if (i0 + k * kThreads < pieces) smem4[i0 + k * kThreads] = t[k];
     }
     __syncthreads();
   }
@@ -146,7 +151,7 @@ __global__ void __launch_bounds__(32 * W)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float f[16];
-      cuda::decode16<cuda::WFormat::Fp8Block>(wsm[(r * kChunks + u) * 32 * W + threadIdx.x], f);
+      cuda::decode16<cuda::WFormat::Fp8Block>(wsm[(r * kChunks + u) * kThreads + threadIdx.x], f);
 #pragma unroll
       for (int m = 0; m < M; ++m) add_chunk(acc[m][r], sw, f, a + m * cols + v * 16);
     }
@@ -158,7 +163,7 @@ __global__ void __launch_bounds__(32 * W)
 template <int M, int R, int W>
 void launch_warps(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
                   cudaStream_t s, const NormInput& norm) {
-  const size_t smem = static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<W>;
+  const size_t smem = smem_bytes<W>(M, cols);
   allow_dynamic_smem(reinterpret_cast<const void*>(gemv_compact_kernel<M, R, W>),
                      static_cast<int>(kMaxSmem<W>));
   launch_pdl(gemv_compact_kernel<M, R, W>, blocks_for(rows, W * R), 32 * W, smem, s, w, scale, rows, cols, x,
@@ -170,7 +175,7 @@ template <int M, int R>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
   const bool wide = wide_switch.get() && blocks_for(rows, kWarps * R) > kWideAboveBlocks &&
-                    static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<kWideWarps> <= kSmemPerBlock;
+                    smem_bytes<kWideWarps>(M, cols) <= kSmemPerBlock;
   if (wide) {
     launch_warps<M, R, kWideWarps>(w, scale, rows, cols, x, y, s, norm);
     wide_launches.fetch_add(1, std::memory_order_relaxed);
