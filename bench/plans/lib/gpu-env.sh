@@ -10,6 +10,8 @@
 #   binaries_ab LOG NEW OLD N  the same decode step from two moe binaries, alternated N times each
 #   quick_gpu_check BIN        scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END; prints its summary and headline rows
+#   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
+#                              prints its rows, then deletes its generated checkpoints (too large to bring back)
 # and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
 # ends by END seconds, default 470, keeping RESERVE), R (the results folder, /tmp/r) and pack (R into
 # $OUT/r.tgz, without generated cases and fixtures; run it after each step, so a cut-off call keeps what ran).
@@ -71,4 +73,10 @@ quick_gpu_check() {
   sed -n '/== summary/,/moe bench/p' $R/gc/gc.log | head -9
   grep -E "fp8_block M=(1|8|64|4096) .*auto|deepseek-v3 .*M=1 " $R/gc/gc.log | head -8
   grep -E "^ *(decode|prefill)" $R/gc/model-bench.log | head -5
+}
+tp_cli() {
+  timeout "$(cap "$2" 5)" python3 scripts/tp-gpu-check "$1" $R/tp > $R/tp.log 2>&1
+  echo "tp-gpu-check rc $? t=$(el)"
+  grep -E "TP [0-9]|FAIL" $R/tp.log | tail -14
+  rm -rf $R/tp
 }

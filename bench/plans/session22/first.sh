@@ -22,9 +22,6 @@ timeline /tmp/m/bin/moe $R/timeline-b1.log
 pack
 quick_gpu_check /tmp/n/bin
 pack
-timeout "$(cap 300 5)" python3 scripts/tp-gpu-check /tmp/n/bin/moe $R/tp > $R/tp.log 2>&1
-echo "tp-gpu-check rc $? t=$(el)"
-grep -E "TP [0-9]|FAIL" $R/tp.log | tail -14
-rm -rf $R/tp # generated checkpoints: too large to bring back
+tp_cli /tmp/n/bin/moe 300
 pack
 echo "done t=$(el)"
