@@ -1,5 +1,8 @@
 // moe run: generates from prompt token ids (greedy at temperature 0, seeded sampling otherwise) and prints
 // the ids of the new tokens on stdout, one line. Stops at max-tokens or at an eos id of config.json.
+// --logits-out FILE also writes the logits each new token was sampled from (`logits` [N, V] F32, then
+// `output_ids` [N] I32): the decode steps' own logits, which `moe logits` (one prefill) cannot show, e.g. to
+// see where two backends or TP degrees part.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/tp_flags.h"
 #include "core/error.h"
+#include "io/safetensors.h"
 #include "model/runner.h"
 #include "model/sampler.h"
 #include "model/token_list.h"
@@ -16,8 +20,8 @@ namespace moe::cli {
 
 int cmd_run(int argc, char** argv) {
   Args a(argc, argv,
-         with_tp_options(
-             {"model", "prompt-tokens", "max-tokens", "temperature", "top-k", "top-p", "seed", "backend"}),
+         with_tp_options({"model", "prompt-tokens", "max-tokens", "temperature", "top-k", "top-p", "seed",
+                          "backend", "logits-out"}),
          {"quiet", "ignore-eos"});
   const std::vector<int32_t> prompt = model::parse_token_list(a.required("prompt-tokens"), "--prompt-tokens");
   const int64_t max_tokens = a.integer("max-tokens", 16);
@@ -40,16 +44,27 @@ int cmd_run(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const model::SeqId seq = runner.add_sequence();
   std::vector<int32_t> generated;
+  std::vector<float> sampled_logits;  // kept only for --logits-out
+  const std::string logits_out = a.str("logits-out", "");
   std::vector<float> logits = runner.step({{seq, prompt, false}});
   const double prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   while (static_cast<int64_t>(generated.size()) < max_tokens) {
     const int32_t next = sampler.sample(logits.data(), V);
     generated.push_back(next);
+    if (!logits_out.empty()) sampled_logits.insert(sampled_logits.end(), logits.begin(), logits.end());
     if (!a.flag("ignore-eos") && std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     if (static_cast<int64_t>(generated.size()) == max_tokens) break;
     logits = runner.step({{seq, {next}, false}});
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!logits_out.empty()) {
+    const int64_t N = static_cast<int64_t>(generated.size());
+    SafetensorsWriter w;
+    w.add("logits", DType::F32, {N, V}, sampled_logits.data());
+    w.add("output_ids", DType::I32, {N}, generated.data());
+    w.set_metadata("moe.backend", runner.backend().name());
+    w.write(logits_out);
+  }
   for (size_t i = 0; i < generated.size(); ++i) std::printf("%s%d", i ? "," : "", generated[i]);
   std::printf("\n");
   if (opts.verbose)

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""`moe run` on a generated tiny model: greedy and seeded sampling repeat exactly, seeds differ, eos stops."""
+"""`moe run` on a generated tiny model: greedy and seeded sampling repeat exactly, seeds differ, eos stops;
+--logits-out writes the logits each token was sampled from (greedy: their argmax is the token; each decode
+step's row matches the last row of one prefill of the same prefix)."""
 import argparse
 import json
 import os
@@ -7,11 +9,35 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+from safetensors.numpy import load_file
+
 
 def run(moe, model, *extra):
     r = subprocess.run([moe, "run", "--model", model, "--prompt-tokens", "5,6,7,8", "--quiet", *extra],
                        capture_output=True, text=True, check=True)
     return [int(t) for t in r.stdout.strip().split(",") if t]
+
+
+def check_logits_out(moe, model, tmp):
+    out = os.path.join(tmp, "run-logits.st")
+    toks = run(moe, model, "--max-tokens", "6", "--ignore-eos", "--logits-out", out)
+    f = load_file(out)
+    logits, ids = f["logits"], f["output_ids"]
+    bad = []
+    if logits.shape[0] != 6 or list(ids) != toks or list(logits.argmax(-1)) != toks:
+        bad.append(f"--logits-out: shape {logits.shape}, ids {list(ids)}, argmax {list(logits.argmax(-1))}, "
+                   f"tokens {toks}")
+        return bad
+    for k in (0, 3, 5):
+        prefix = ",".join(str(t) for t in [5, 6, 7, 8] + toks[:k])
+        p = os.path.join(tmp, f"prefill-{k}.st")
+        subprocess.run([moe, "logits", "--model", model, "--tokens", prefix, "--out", p, "--quiet"], check=True)
+        want = load_file(p)["logits"][-1]
+        err = float(np.linalg.norm(logits[k] - want) / np.linalg.norm(want))
+        if not err <= 1e-5:
+            bad.append(f"--logits-out row {k} against a prefill of its prefix: rel L2 {err:.2e} (bound 1e-5)")
+    return bad
 
 
 def main():
@@ -40,6 +66,7 @@ def main():
         stopped = run(args.moe, model, "--max-tokens", "12")
         if stopped != greedy[: greedy.index(greedy[2]) + 1]:
             failures.append(f"eos {greedy[2]}: expected {greedy[:3]}, got {stopped}")
+        failures += check_logits_out(args.moe, model, tmp)
         print("greedy", greedy, "sampled", s1, s2)
     for f in failures:
         print("FAIL", f)

@@ -2,7 +2,7 @@
 # Session 22, first call: the router prologue's 128-expert bits test (then on for the rest if it passes), the
 # kernel timeline at main with the 16-warp compact GEMV (session 21's third call
 # ran its timeline with MOE_GEMV_WIDE=0), gpu-check at main (H200 figures if an H200 comes: session 21's
-# H200 figures predate the 16-warp blocks), then the TP CLI with the time left, without its checkpoints in
+# H200 figures predate the 16-warp blocks), then where TP 8 tp leaves TP 1's tokens (tp8_probe.py), then the TP CLI with the time left, without its checkpoints in
 # the archive. Carry: .carry/s22-gpu.tar.xz (scripts/pack-gpu-carry build) and .carry/measuring22.tar.xz
 # (bin/moe of scripts/build-measuring MOE_KERNEL_TIMELINE, packed with tar -cJ).
 set -uo pipefail
@@ -21,6 +21,12 @@ grep -E -A3 "^\[  (FAILED|PASSED)|Failure" $R/router-test.log | head -12
 timeline /tmp/m/bin/moe $R/timeline-b1.log
 pack
 quick_gpu_check /tmp/n/bin
+pack
+# Where TP 8 tp leaves TP 1's tokens: each decode step's logits beside the CPU reference's (NEXT.md item 4).
+timeout "$(cap 150 60)" python3 bench/plans/session22/tp8_probe.py /tmp/n/bin/moe $R/tp8-probe > $R/tp8-probe.log 2>&1
+echo "tp8 probe rc $? t=$(el)"
+grep -A18 "^step" $R/tp8-probe.log
+rm -rf $R/tp8-probe
 pack
 tp_cli /tmp/n/bin/moe 300
 pack
