@@ -321,18 +321,17 @@ TEST(FusedMoeGpuRouting, TiedLogitsPickTheLowerExpert) {
   }
 }
 
-// The grouping of a call with many pairs (the route kernel, then the align kernel), read back from the
-// workspace, on one rank and on the second of two expert-parallel ranks (half of the picks belong to the
-// other rank): each expert's range of sorted_pairs holds exactly the pairs routed to it (in some order); the
-// offsets are the counts' prefix sums; the active list is the experts with pairs, in order, with their first
-// positions in slot_begin and -1 / the total past them.
-TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const CaseSpec spec = routing_spec(1024, 11);
+// The grouping of a call of M tokens, read back from the workspace, on one rank and on the second of two
+// expert-parallel ranks (half of the picks belong to the other rank): each expert's range of sorted_pairs
+// holds exactly the pairs routed to it (in some order); the offsets are the counts' prefix sums; the active
+// list is the experts with pairs, in order, with their first positions in slot_begin and -1 / the total past
+// them.
+void check_grouping(int M) {
+  const CaseSpec spec = routing_spec(M, 11);
   const GeneratedCase g = generate_case(spec);
   MemorySource src(g.tensors);
   const MoeCase c = build_case(g.metadata, src);
-  const int M = static_cast<int>(spec.M), H = static_cast<int>(spec.H), K = 8;
+  const int H = static_cast<int>(spec.H), K = 8;
   std::vector<uint16_t> xb(static_cast<size_t>(M) * H);
   for (size_t i = 0; i < xb.size(); ++i) xb[i] = f32_to_bf16(c.x.as<float>()[i]);
   cuda::DeviceBuffer x(xb.size() * 2), logits(c.router_logits.nbytes());
@@ -385,10 +384,33 @@ TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
       EXPECT_LT(local_pairs, P) << "the other rank should hold some picks";
     }
     std::printf(
-        "[grouping] EP %d: %d pairs on this rank over %d active experts, each expert's pairs complete\n", ep,
-        local_pairs, n_active);
+        "[grouping] M=%d EP %d: %d pairs on this rank over %d active experts, each expert's pairs complete\n",
+        M, ep, local_pairs, n_active);
   }
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// Many pairs: the route kernel, then the align kernel over many blocks.
+TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  check_grouping(1024);
+}
+
+// A few tokens: the one-block prologue, whose warp 0 groups up to 32 pairs (warp_align.cuh: M <= 4 at
+// top-8, 32 pairs exactly at M=4) and whose whole block groups more (M=5), or with the warp grouping off
+// the whole block at every M. With stage 1's self-routing off: it groups in its own registers and leaves
+// the workspace's grouping unwritten.
+TEST(FusedMoeGpuRouting, FewPairGroupingIsComplete) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const bool self_route = cuda::swap_ab_self_route(), warp = cuda::warp_grouping();
+  cuda::set_swap_ab_self_route(false);
+  for (const bool w : {true, false}) {
+    cuda::set_warp_grouping(w);
+    std::printf("[grouping] warp grouping %s\n", w ? "on" : "off");
+    for (const int M : {1, 2, 3, 4, 5}) check_grouping(M);
+  }
+  cuda::set_swap_ab_self_route(self_route);
+  cuda::set_warp_grouping(warp);
 }
 
 // The shared expert's stages on the workspace's second stream, beside the routed experts' (forked after the

@@ -11,6 +11,7 @@
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/warp_align.cuh"
 #include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
@@ -43,13 +44,28 @@ __device__ __forceinline__ void write_shared_grouping(const RouteArgs& a, int M)
   a.shared_num_active[0] = 1;
 }
 
+// lane_group_bits' four values from fp32 rows in shared memory, each rounded to bf16 by f32_to_bf16, as the
+// norm that wrote the rows rounded the bf16 copy it stored: the same bits as reading that copy back.
+__device__ __forceinline__ uint2 lane_group_bits_f32(const float* src, int g0, int g1) {
+  const int k = g0 + static_cast<int>(threadIdx.x % 32) * 4;
+  if (k >= g1) return make_uint2(0u, 0u);
+  const float4 v = *reinterpret_cast<const float4*>(src + k);
+  return make_uint2(f32_to_bf16(v.x) | static_cast<uint32_t>(f32_to_bf16(v.y)) << 16,
+                    f32_to_bf16(v.z) | static_cast<uint32_t>(f32_to_bf16(v.w)) << 16);
+}
+
 // Token t's activation group g for stage 1: fp8 codes + scale when the streaming path asks for them, else the
 // dequantised values in xq (the GEMV path); nothing when neither is wanted (bf16 streamed straight from x).
+// rows_f32: x in fp32 in shared memory ([M][hidden], 16-byte aligned), whose bf16 rounding is a.x (the
+// codes then come without a round trip to global memory); null: from a.x.
 __device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, int t, int g,
-                                                          const GroupGrid& grid) {
+                                                          const GroupGrid& grid, const float* rows_f32) {
   const size_t row = static_cast<size_t>(t) * a.hidden;
   if (a.x_codes) {
-    const float s = warp_quantize_fp8_codes(a.x + row, grid.begin(g), grid.end(g), a.x_codes + row);
+    const int g0 = grid.begin(g), g1 = grid.end(g);
+    const uint2 raw =
+        rows_f32 ? lane_group_bits_f32(rows_f32 + row, g0, g1) : lane_group_bits(a.x + row, g0, g1);
+    const float s = warp_fp8_codes_from_bits(raw, g0, g1, a.x_codes + row);
     if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * grid.count() + g] = s;
   } else if (a.xq) {
     warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
@@ -64,11 +80,13 @@ struct PrologueShared {
 
 // The whole prologue of M tokens (M * top_k <= kSmallMaxPairs) by one block of at least E threads, after
 // its programmatic wait: logits [M, E] row-major, in global or shared memory. Marks the timeline's point
-// `mark` (measuring builds) when the routing and quantisation are done and the grouping starts.
+// `mark` (measuring builds) when the routing and quantisation are done and the grouping starts. rows_f32:
+// as warp_quantize_token_group takes it (the model's router kernel has x's rows in shared memory).
 template <int kPerLane>
 __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignArgs& al, int M,
                                                const float* logits, PrologueShared& s,
-                                               KernelTimelineScope& timeline, int mark) {
+                                               KernelTimelineScope& timeline, int mark,
+                                               const float* rows_f32 = nullptr) {
   for (int i = threadIdx.x; i < al.n_zero_ints; i += blockDim.x) al.zero_ints[i] = 0;
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
@@ -84,11 +102,16 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
   const GroupGrid grid(a.quant, a.hidden, 0);
   const int groups = grid.count();
   for (int p = warps - 1 - warp; p < M * groups; p += warps)
-    warp_quantize_token_group(a, p / groups, p % groups, grid);
+    warp_quantize_token_group(a, p / groups, p % groups, grid, rows_f32);
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
   timeline.mark(mark);
-  block_align(s.ids, al, s.align);
+  // A few pairs (decode): warp 0 groups them without the block's barriers; the other warps are done.
+  if (al.n_pairs <= min(al.warp_max_pairs, kWarpAlignMaxPairs)) {
+    if (warp == 0) warp_align(s.ids, al, s.align);
+  } else {
+    block_align(s.ids, al, s.align);
+  }
 }
 
 }  // namespace moe::cuda

@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
     }
     return;
   }
-  if (w < M * grid.count()) warp_quantize_token_group(a, w / grid.count(), w % grid.count(), grid);
+  if (w < M * grid.count()) warp_quantize_token_group(a, w / grid.count(), w % grid.count(), grid, nullptr);
 }
 
 // Past a few tokens the one-block prologue's 32 warps quantise many (token, group) items each, one after

@@ -120,12 +120,12 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
   constexpr int stride = kNormThreads;
   const bool summer = threadIdx.x < kNormThreads;
   // The weights of each thread's first batch go out with the first inputs: one round trip, not two, for a
-  // row of up to kBatch * kNormThreads (2048) values.
+  // row of up to kBatch * kNormThreads (2048) values. (Threads past the layout's 256 load none.)
   float w_first[kBatch];
 #pragma unroll
   for (int u = 0; u < kBatch; ++u) {
     const int i = threadIdx.x + u * stride;
-    w_first[u] = i < n ? p.weight[i] : 0.0f;
+    w_first[u] = summer && i < n ? p.weight[i] : 0.0f;
   }
   if constexpr (kCombine) stage_combine(p, M, n, a);
   const CombineStage staged = combine_stage(p.combine, M, n, a);

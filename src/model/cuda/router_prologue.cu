@@ -29,11 +29,10 @@ constexpr int kWarps = 16, kThreads = 32 * kWarps, kMaxCluster = 8, kMaxExperts 
 constexpr int kPerLane = 4;
 static_assert(kPerLane * 32 >= kMaxExperts, "the warp router holds every expert");
 
-// Off by default until its cluster of several blocks has passed a bits check on a GPU: session 21 measured it
-// faster (H200, model batch 1 2.702 / 2.707 ms on against 2.721 / 2.727 off) but its GPU test then ran only
-// on models of 8 experts (one block); RouterPrologueKeepsTheBits now has a 128-expert model (a cluster of 8).
-// MOE_ROUTER_PROLOGUE=1 turns it on.
-EnvSwitch router_prologue_switch("MOE_ROUTER_PROLOGUE", false);
+// On by default since its cluster of 8 blocks passed RouterPrologueKeepsTheBits on a 128-expert model (session
+// 22, H100); session 21 measured it faster (H200, model batch 1 2.702 / 2.707 ms on against 2.721 / 2.727
+// off). MOE_ROUTER_PROLOGUE=0 turns it off.
+EnvSwitch router_prologue_switch("MOE_ROUTER_PROLOGUE");
 std::atomic<int64_t> launches{0};
 
 template <int M>
@@ -70,8 +69,9 @@ __global__ void __launch_bounds__(kThreads)
   cluster.sync();    // every block's logits are in block 0 (release / acquire at cluster scope)
   timeline.mark(1);  // the logits gathered
   if (cluster.block_rank() != 0) return;
-  // Block 0 wrote norm.xn_bf16_out (route.x) itself, before the norm's closing barrier.
-  cuda::prologue_small<kPerLane>(route, align, M, logits, prologue, timeline, 2);
+  // Block 0 wrote norm.xn_bf16_out (route.x) itself, before the norm's closing barrier; it quantises x from
+  // its fp32 rows in shared memory, whose bf16 rounding that is.
+  cuda::prologue_small<kPerLane>(route, align, M, logits, prologue, timeline, 2, x);
 }
 
 template <int M>
@@ -114,7 +114,7 @@ void router_prologue(const float* w, int rows, int cols, int M, const NormInput&
       route.router.num_experts == rows && align.num_experts <= rows && align.n_pairs <= cuda::kSmallMaxPairs,
       "router_prologue: the prologue's experts or pairs do not match the router");
   const NormInput n = checked_norm_input(&norm, "router_prologue");
-  require(!n.combine.y && n.xn_bf16_out == route.x,
+  require(!n.combine.y && n.xn_bf16_out == route.x && route.hidden == cols,
           "router_prologue: the MoE must read the norm's bf16 rows");
   with_rows<kF32GemvMaxM>(M, [&](auto m) { launch<decltype(m)::value>(w, rows, cols, n, route, align, s); });
 }
