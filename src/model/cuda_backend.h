@@ -35,7 +35,7 @@ void set_cuda_gemv_compact(bool on);
 int64_t cuda_gemv_compact_launches();
 
 // The MoE router's GEMV and the op's one-block prologue in one launch (model/cuda/router_prologue.h; the
-// same bits): whether it runs (off unless MOE_ROUTER_PROLOGUE=1), a switch for tests, its launches so far.
+// same bits): whether it runs (on unless MOE_ROUTER_PROLOGUE=0), a switch for tests, its launches so far.
 bool cuda_router_prologue();
 void set_cuda_router_prologue(bool on);
 int64_t cuda_router_prologue_launches();

@@ -19,7 +19,7 @@ namespace moe::model::gpu {
 // blocks of 16 rows: up to 128 experts; M <= kF32GemvMaxM; cols as f32_gemv's).
 bool router_prologue_fits(int experts, int cols, int M);
 
-// Off unless MOE_ROUTER_PROLOGUE=1 (router_prologue.cu says why); set_router_prologue overrides it (tests).
+// On unless MOE_ROUTER_PROLOGUE=0 (router_prologue.cu says why); set_router_prologue overrides it (tests).
 bool router_prologue_on();
 void set_router_prologue(bool on);
 int64_t router_prologue_launches();
