@@ -4,6 +4,7 @@
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/fp8_gemv_mma.h"
 #include "model/cuda/fp8_gemv_parts.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
@@ -144,6 +145,8 @@ void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const fl
   require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
           "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
+  if (fp8_gemv_mma_on() && fp8_gemv_mma_takes(rows, cols, M, x, n))
+    return fp8_gemv_mma(w, scale, rows, cols, x, M, y, s, n);
   if (fp8_gemv_compact_on() && fp8_gemv_compact_takes(x, n))
     return fp8_gemv_compact(w, scale, rows, cols, x, M, R, y, s, n);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {

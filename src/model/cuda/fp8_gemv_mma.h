@@ -1,0 +1,30 @@
+#pragma once
+// The fp8 decode GEMV on tensor cores (fp8_gemv_mma.cu), which fp8_gemv runs instead of the compact kernel
+// when fp8_gemv_mma_on() and the call fits. Not the compact kernel's bits: its own fixed order (below), and
+// the same inputs give the same bits run after run.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "model/cuda/launch.h"
+
+namespace moe::model::gpu {
+
+// Off unless MOE_GEMV_MMA=1 (not yet measured against the compact kernel); set_fp8_gemv_mma overrides it.
+bool fp8_gemv_mma_on();
+void set_fp8_gemv_mma(bool on);
+// Launches of the tensor-core kernel so far (tests check that it ran).
+int64_t fp8_gemv_mma_launches();
+
+// Whether the tensor-core kernel takes this call: M <= kFp8GemvMaxM, cols a multiple of 128 split evenly
+// over its warps, no pending combine, x 16-byte aligned when read as it is, and its shared memory fits.
+bool fp8_gemv_mma_takes(int rows, int cols, int M, const float* x, const NormInput& norm);
+
+// y [M, rows] = x (or the norm of x), quantised per 1x128 group to e4m3 codes and scales as fp8_gemv
+// quantises it, times dequant(W)ᵀ: for each row and 128-column group the exact-product tensor-core sum of
+// the codes, times the weight block's scale and the group's x scale, added over the groups of a warp's K
+// range in order, then the warps' ranges added in order.
+void fp8_gemv_mma(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
+                  cudaStream_t s, const NormInput& norm);
+
+}  // namespace moe::model::gpu
