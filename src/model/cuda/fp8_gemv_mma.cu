@@ -23,7 +23,7 @@ MOE_KERNEL_TIMELINE_TU(fp8_gemv_mma)
 namespace moe::model::gpu {
 namespace {
 
-EnvSwitch mma_switch("MOE_GEMV_MMA", false);
+EnvSwitch mma_switch("MOE_GEMV_MMA", true);
 std::atomic<int64_t> mma_launches{0};
 
 constexpr int kMmaWarps = 16, kMmaThreads = 32 * kMmaWarps;

@@ -10,7 +10,8 @@
 
 namespace moe::model::gpu {
 
-// Off unless MOE_GEMV_MMA=1 (not yet measured against the compact kernel); set_fp8_gemv_mma overrides it.
+// On unless MOE_GEMV_MMA=0 (measured faster than the compact kernel: H200 decode batch 1 2.466 against
+// 2.693 ms a step, session 23); set_fp8_gemv_mma overrides it.
 bool fp8_gemv_mma_on();
 void set_fp8_gemv_mma(bool on);
 // Launches of the tensor-core kernel so far (tests check that it ran).
