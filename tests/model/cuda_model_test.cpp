@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -296,10 +297,10 @@ TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
   set_cuda_gemv_compact(compact_default);
 }
 
-// What the direct GEMV tests call fp8_gemv on: random fp8 weights and scales of rows x cols; kFp8GemvMaxM
+// What the direct GEMV tests call fp8_gemv on: random fp8 weights and scales of rows x cols; kFp8GemvMmaMaxM
 // rows of x and of a residual, a norm weight (seeds from `seed` up); the norm's outputs and y.
 struct GemvCase {
-  static constexpr int kM = gpu::kFp8GemvMaxM;
+  static constexpr int kM = gpu::kFp8GemvMmaMaxM;
   cuda::DeviceBuffer w, scale, x, res, norm_w, x_out, xn, y;
   GemvCase(int rows, int cols, uint64_t seed)
       : w(static_cast<size_t>(rows) * cols),
@@ -367,20 +368,21 @@ TEST(cuda_model_gemv, WideCompactGemvKeepsTheBits) {
   gpu::set_fp8_gemv_wide(wide_default);
 }
 
-// The tensor-core fp8 GEMV (fp8_gemv_mma.h, MOE_GEMV_MMA=1) against the compact kernel, called directly on
-// random fp8 weights of q/k/v (5120 x 2048), o (2048 x 4096), 8192 columns and 200 x 1024 (a last block of
-// 8 rows), M = 1 to 4, from x and from a norm; y, x_out and the bf16 rows poisoned with NaN before each call.
-// Not the compact kernel's bits (exact fp8 products summed by the tensor cores, then scaled per group): its
-// relative L2 to them at most 1e-3, every output finite, the same bits on a second run, and the norm's
-// outputs the compact kernel's bits. Where it does not take a call (8192 columns at M = 3, 4: shared memory),
-// the compact kernel runs instead: its bits, and no launch counted.
+// The tensor-core fp8 GEMV (fp8_gemv_mma.h, on unless MOE_GEMV_MMA=0) against the compact kernel, called
+// directly on random fp8 weights of q/k/v (5120 x 2048), o (2048 x 4096), 8192 columns and 200 x 1024 (a
+// last block of 8 rows), M = 1 to 8, from x and from a norm; y, x_out and the bf16 rows poisoned with NaN
+// before each call. The reference is the compact kernel on chunks of at most kFp8GemvMaxM tokens (each
+// token's row is normalised and quantised on its own, so chunks change nothing). Not the compact kernel's
+// bits (exact fp8 products summed by the tensor cores, then scaled per group): its relative L2 to them at
+// most 1e-3, every output finite, the same bits on a second run, and the norm's outputs the compact kernel's
+// bits. Where it does not take a call (8192 columns with a norm past M = 2: shared memory) the compact kernel
+// runs instead up to kFp8GemvMaxM tokens (its bits, no launch counted), and past that fp8_gemv refuses.
 TEST(cuda_model_gemv, MmaGemvNearCompact) {
   SKIP_WITHOUT_GPU();
   const bool compact_default = cuda_gemv_compact(), mma_default = gpu::fp8_gemv_mma_on();
   set_cuda_gemv_compact(true);
-  int took = 0;
+  int took = 0, refused = 0;
   for (const auto& [rows, cols] : {std::pair{5120, 2048}, {2048, 4096}, {1024, 8192}, {200, 1024}}) {
-    const int M = gpu::kFp8GemvMaxM;
     GemvCase c(rows, cols, 11);
     auto& [w, scale, x, res, norm_w, x_out, xn, y] = c;
     const auto fetch = [](const cuda::DeviceBuffer& b, size_t bytes) {
@@ -388,7 +390,7 @@ TEST(cuda_model_gemv, MmaGemvNearCompact) {
       MOE_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), bytes, cudaMemcpyDeviceToHost));
       return v;
     };
-    for (int m = 1; m <= M; ++m) {
+    for (int m = 1; m <= gpu::kFp8GemvMmaMaxM; ++m) {
       for (const bool with_norm : {false, true}) {
         const gpu::NormInput norm = c.norm();
         const std::string where = std::to_string(rows) + "x" + std::to_string(cols) +
@@ -397,12 +399,25 @@ TEST(cuda_model_gemv, MmaGemvNearCompact) {
           std::vector<float> y;
           std::vector<uint8_t> x_out, xn;
         };
+        // Tokens t0 .. t0 + n - 1 of the case in one call (the norm's pointers moved to token t0).
+        const auto call = [&](int t0, int n) {
+          const int64_t xo = static_cast<int64_t>(t0) * cols;
+          gpu::NormInput part = norm;
+          part.x += xo;
+          part.res_f32 += xo;
+          part.x_out += xo;
+          part.xn_bf16_out += xo;
+          gpu::fp8_gemv(w.as<uint8_t>(), scale.as<float>(), rows, cols, x.as<float>() + xo, n,
+                        y.as<float>() + static_cast<int64_t>(t0) * rows, nullptr,
+                        with_norm ? &part : nullptr);
+        };
+        // mma: the whole call (the tensor-core kernel when it takes it); else the compact kernel by chunks.
         const auto run = [&](bool mma) {
           gpu::set_fp8_gemv_mma(mma);
           for (const cuda::DeviceBuffer* b : {&y, &x_out, &xn})
             MOE_CUDA_CHECK(cudaMemset(b->get(), 0xff, b->bytes()));  // NaN
-          gpu::fp8_gemv(w.as<uint8_t>(), scale.as<float>(), rows, cols, x.as<float>(), m, y.as<float>(),
-                        nullptr, with_norm ? &norm : nullptr);
+          for (int t0 = 0; t0 < m; t0 += mma ? m : gpu::kFp8GemvMaxM)
+            call(t0, mma ? m : std::min(m, t0 + gpu::kFp8GemvMaxM) - t0);
           MOE_CUDA_CHECK(cudaGetLastError());
           MOE_CUDA_CHECK(cudaDeviceSynchronize());
           Out o;
@@ -412,10 +427,16 @@ TEST(cuda_model_gemv, MmaGemvNearCompact) {
           o.xn = fetch(xn, static_cast<size_t>(m) * cols * 2);
           return o;
         };
-        const bool takes =
-            gpu::fp8_gemv_mma_takes(rows, cols, m, x.as<float>(), with_norm ? norm : gpu::NormInput{});
+        const bool takes = gpu::fp8_gemv_mma_takes(rows, cols, m, with_norm ? norm : gpu::NormInput{});
         const Out ref = run(false);
         const int64_t before = gpu::fp8_gemv_mma_launches();
+        if (!takes && m > gpu::kFp8GemvMaxM) {
+          gpu::set_fp8_gemv_mma(true);
+          EXPECT_ANY_THROW(call(0, m)) << where << ": no kernel takes it, fp8_gemv must refuse";
+          EXPECT_EQ(gpu::fp8_gemv_mma_launches(), before) << where;
+          ++refused;
+          continue;
+        }
         const Out a = run(true), b = run(true);
         if (!takes) {
           EXPECT_EQ(gpu::fp8_gemv_mma_launches(), before) << where;
@@ -441,7 +462,10 @@ TEST(cuda_model_gemv, MmaGemvNearCompact) {
       }
     }
   }
-  EXPECT_GE(took, 28) << "the tensor-core GEMV took fewer calls than it should";
+  // Every call but 8192 columns with a norm at M = 3 to 8 (fp8_gemv_mma_fits; gemv_mma_plan_test); of those,
+  // M = 5 to 8 refused.
+  EXPECT_EQ(took, 4 * 2 * gpu::kFp8GemvMmaMaxM - 6) << "the tensor-core GEMV took other calls than it should";
+  EXPECT_EQ(refused, 4) << "fp8_gemv refused other calls than it should";
   set_cuda_gemv_compact(compact_default);
   gpu::set_fp8_gemv_mma(mma_default);
 }

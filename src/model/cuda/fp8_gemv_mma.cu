@@ -5,7 +5,9 @@
 // and scales fp8_gemv's quantisation gives) and each warp multiplies 16 weight rows by the codes with
 // mma.sync m16n8k32 (tokens in the 8 columns, those past M zero): 512 weights per instruction. The weights
 // still come into shared memory by cp.async before the programmatic wait (one round trip), into rows padded
-// by 16 bytes, so the 8 row addresses of an ldmatrix fall 4 banks apart.
+// by 16 bytes, so the 8 row addresses of an ldmatrix fall 4 banks apart. Up to 8 tokens (kFp8GemvMmaMaxM,
+// the MMA's 8 columns): batch 8 decode's projections take it too instead of a norm kernel, an activation
+// kernel and cuBLAS on the weights' bf16 copy.
 #include "model/cuda/fp8_gemv_mma.h"
 
 #include <atomic>
@@ -44,7 +46,7 @@ inline int tiles_for(int cols) {
 
 // The dynamic shared memory's parts, in bytes from its start.
 struct MmaSmem {
-  size_t rows;    // fp32 [M][cols]: x, or its norm
+  size_t rows;    // fp32 [M][cols]: the norm of x (none without a norm: x is quantised from global memory)
   size_t codes;   // e4m3 [M][row_pitch]
   size_t scales;  // fp32 [M][cols / 128]: each group's x scale
   size_t sums;    // fp32 [warps][16 rows][8 tokens]: each warp's partial sums
@@ -52,10 +54,10 @@ struct MmaSmem {
   size_t total;
 };
 
-__host__ __device__ inline MmaSmem mma_smem(int M, int cols, int T) {
+__host__ __device__ inline MmaSmem mma_smem(int M, int cols, int T, bool normed) {
   MmaSmem s;
   s.rows = 0;
-  s.codes = static_cast<size_t>(M) * cols * sizeof(float);
+  s.codes = normed ? static_cast<size_t>(M) * cols * sizeof(float) : 0;
   s.scales = s.codes + static_cast<size_t>(M) * row_pitch(cols);
   s.sums = (s.scales + static_cast<size_t>(M) * (cols / 128) * sizeof(float) + 15) / 16 * 16;
   s.w = s.sums + static_cast<size_t>(kMmaWarps) * 16 * 8 * sizeof(float);
@@ -75,7 +77,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   __shared__ float scratch[32];
   __shared__ float block_scales[kFp8GemvMaxCols / 128];
   uint8_t* base = reinterpret_cast<uint8_t*>(smem4);
-  const MmaSmem L = mma_smem(M, cols, T);
+  const bool normed = norm.weight != nullptr;
+  const MmaSmem L = mma_smem(M, cols, T, normed);
   float* a = reinterpret_cast<float*>(base + L.rows);
   uint8_t* codes = base + L.codes;
   float* x_scales = reinterpret_cast<float*>(base + L.scales);
@@ -97,14 +100,16 @@ __global__ void __launch_bounds__(kMmaThreads)
   pdl_wait();
   timeline.waited();
   pdl_trigger();
-  input_rows_to_shared<kMmaThreads>(x, norm, M, cols, a, scratch);
-  timeline.mark(0);  // the norm, or x's rows, in shared memory
-  // x's (token, group) items quantised by one warp each: codes and scales.
+  if (normed) norm_rows_to_shared<false>(norm, M, cols, a, scratch);
+  timeline.mark(0);  // the norm in shared memory (without one: at once)
+  // x's (token, group) items quantised by one warp each: codes and scales, from the norm's rows, or from x
+  // itself (each value is read once, so staging it first would only add a round trip and a barrier).
+  const float* src = normed ? a : x;
   for (int item = warp; item < M * groups; item += kMmaWarps) {
     const int m = item / groups, g0 = (item % groups) * 128;
     float v[4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = a[m * cols + g0 + lane + 32 * u];
+    for (int u = 0; u < 4; ++u) v[u] = src[static_cast<int64_t>(m) * cols + g0 + lane + 32 * u];
     quantise_group_codes(codes + m * pitch, x_scales + m * groups + item % groups, g0, v);
   }
   cuda::cp_async_wait<0>();
@@ -163,8 +168,8 @@ template <int M, int T>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
   allow_dynamic_smem(reinterpret_cast<const void*>(gemv_mma_kernel<M, T>), static_cast<int>(kSmemPerBlock));
-  launch_pdl(gemv_mma_kernel<M, T>, blocks_for(rows, 16 * T), kMmaThreads, mma_smem(M, cols, T).total, s, w,
-             scale, rows, cols, x, y, norm);
+  launch_pdl(gemv_mma_kernel<M, T>, blocks_for(rows, 16 * T), kMmaThreads,
+             mma_smem(M, cols, T, norm.weight != nullptr).total, s, w, scale, rows, cols, x, y, norm);
   mma_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -182,19 +187,22 @@ int64_t fp8_gemv_mma_launches() {
   return mma_launches.load(std::memory_order_relaxed);
 }
 
-bool fp8_gemv_mma_takes(int rows, int cols, int M, const float* x, const NormInput& norm) {
-  if (M < 1 || M > kFp8GemvMaxM || rows < 1 || cols < 128 || cols % 128 != 0 || cols > kFp8GemvMaxCols)
+bool fp8_gemv_mma_fits(int rows, int cols, int M, bool normed) {
+  if (M < 1 || M > kFp8GemvMmaMaxM || rows < 1 || cols < 128 || cols % 128 != 0 || cols > kFp8GemvMaxCols)
     return false;
-  if (norm.combine.y || (!norm.weight && reinterpret_cast<uintptr_t>(x) % 16 != 0)) return false;
   const int T = tiles_for(cols), S = kMmaWarps / T;
-  return (cols / 128) % S == 0 && mma_smem(M, cols, T).total <= kSmemPerBlock;
+  return (cols / 128) % S == 0 && mma_smem(M, cols, T, normed).total <= kSmemPerBlock;
+}
+
+bool fp8_gemv_mma_takes(int rows, int cols, int M, const NormInput& norm) {
+  return !norm.combine.y && fp8_gemv_mma_fits(rows, cols, M, norm.weight != nullptr);
 }
 
 void fp8_gemv_mma(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
                   cudaStream_t s, const NormInput& norm) {
-  require(fp8_gemv_mma_takes(rows, cols, M, x, norm), "fp8_gemv_mma: ", rows, " x ", cols, " at M=", M,
+  require(fp8_gemv_mma_takes(rows, cols, M, norm), "fp8_gemv_mma: ", rows, " x ", cols, " at M=", M,
           " unsupported");
-  with_rows<kFp8GemvMaxM>(M, [&](auto m) {
+  with_rows<kFp8GemvMmaMaxM>(M, [&](auto m) {
     constexpr int kM = decltype(m)::value;
     const int T = tiles_for(cols);
     if (T == 4) return launch<kM, 4>(w, scale, rows, cols, x, y, s, norm);

@@ -17,9 +17,16 @@ void set_fp8_gemv_mma(bool on);
 // Launches of the tensor-core kernel so far (tests check that it ran).
 int64_t fp8_gemv_mma_launches();
 
-// Whether the tensor-core kernel takes this call: M <= kFp8GemvMaxM, cols a multiple of 128 split evenly
-// over its warps, no pending combine, x 16-byte aligned when read as it is, and its shared memory fits.
-bool fp8_gemv_mma_takes(int rows, int cols, int M, const float* x, const NormInput& norm);
+// Tokens the tensor-core kernel takes at most: the 8 columns of its m16n8k32 products (the other fp8 GEMV
+// kernels take kFp8GemvMaxM).
+constexpr int kFp8GemvMmaMaxM = 8;
+
+// Whether the tensor-core kernel fits rows x cols at M tokens, with a norm (normed: its fp32 rows staged in
+// shared memory) or without: M <= kFp8GemvMmaMaxM, cols a multiple of 128 split evenly over its warps, and
+// its shared memory fits.
+bool fp8_gemv_mma_fits(int rows, int cols, int M, bool normed);
+// Whether it takes this call: it fits, and no combine is pending (that stays with the compact kernel).
+bool fp8_gemv_mma_takes(int rows, int cols, int M, const NormInput& norm);
 
 // y [M, rows] = x (or the norm of x), quantised per 1x128 group to e4m3 codes and scales as fp8_gemv
 // quantises it, times dequant(W)ᵀ: for each row and 128-column group the exact-product tensor-core sum of
