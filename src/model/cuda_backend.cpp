@@ -268,7 +268,8 @@ void CudaModelBackend::all_reduce(void* data, int64_t count, dist::ReduceType ty
 
 bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M, bool normed) const {
   if (!L.fp8 || !gemv_ || M < 1 || L.scale_row_div != 128 || L.cols > kFp8GemvMaxCols) return false;
-  return M <= kFp8GemvMaxM || (fp8_gemv_mma_on() && fp8_gemv_mma_fits(L.rows, L.cols, M, normed));
+  return M <= kFp8GemvMaxM || (fp8_gemv_mma_on() && M <= fp8_gemv_mma_model_tokens() &&
+                               fp8_gemv_mma_fits(L.rows, L.cols, M, normed));
 }
 
 bool CudaModelBackend::combine_goes_to_next_norm(size_t l, int M) const {

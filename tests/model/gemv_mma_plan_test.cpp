@@ -24,6 +24,7 @@ TEST(GemvMmaPlan, ServedProjections) {
     SCOPED_TRACE(testing::Message() << "M=" << M);
     EXPECT_TRUE(fp8_gemv_mma_takes(5120, 2048, M, with_norm()));  // Qwen3-30B-A3B q/k/v
     EXPECT_TRUE(fp8_gemv_mma_takes(2048, 4096, M, NormInput{}));  // its o projection
+    EXPECT_TRUE(fp8_gemv_mma_takes(2048, 4096, M, with_norm()) == (M <= 4)) << "a norm of 4096 columns";
     EXPECT_TRUE(fp8_gemv_mma_takes(9216, 4096, M, with_norm()) == (M <= 4))
         << "Qwen3-235B-A22B q/k/v: the norm's fp32 rows of 4096 columns fit up to 4 tokens";
     EXPECT_TRUE(fp8_gemv_mma_takes(4096, 8192, M, NormInput{}));  // no norm: only x's codes are staged

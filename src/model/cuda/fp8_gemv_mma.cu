@@ -26,6 +26,10 @@ namespace moe::model::gpu {
 namespace {
 
 EnvSwitch mma_switch("MOE_GEMV_MMA", true);
+// The most tokens the model hands it (fp8_gemv_mma_model_tokens); 4 by default: at 8 it measured slower than
+// the norm kernel, activation kernel and cuBLAS it replaces (H100, session 23: batch 8 8.63 against 8.42 ms
+// a step).
+EnvCount model_tokens("MOE_GEMV_MMA_TOKENS", kFp8GemvMaxM, 1, kFp8GemvMmaMaxM);
 std::atomic<int64_t> mma_launches{0};
 
 constexpr int kMmaWarps = 16, kMmaThreads = 32 * kMmaWarps;
@@ -103,14 +107,25 @@ __global__ void __launch_bounds__(kMmaThreads)
   if (normed) norm_rows_to_shared<false>(norm, M, cols, a, scratch);
   timeline.mark(0);  // the norm in shared memory (without one: at once)
   // x's (token, group) items quantised by one warp each: codes and scales, from the norm's rows, or from x
-  // itself (each value is read once, so staging it first would only add a round trip and a barrier).
+  // itself (each value is read once, so staging it first would only add a round trip and a barrier). A warp
+  // loads kItems items before quantising them, one round trip for all (o at one token: 2 items a warp).
+  constexpr int kItems = 4;
   const float* src = normed ? a : x;
-  for (int item = warp; item < M * groups; item += kMmaWarps) {
-    const int m = item / groups, g0 = (item % groups) * 128;
-    float v[4];
+  for (int item0 = warp; item0 < M * groups; item0 += kItems * kMmaWarps) {
+    float v[kItems][4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = src[static_cast<int64_t>(m) * cols + g0 + lane + 32 * u];
-    quantise_group_codes(codes + m * pitch, x_scales + m * groups + item % groups, g0, v);
+    for (int b = 0; b < kItems; ++b) {
+      const int item = item0 + b * kMmaWarps, m = item / groups, g0 = (item % groups) * 128;
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        v[b][u] = item < M * groups ? src[static_cast<int64_t>(m) * cols + g0 + lane + 32 * u] : 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < kItems; ++b) {
+      const int item = item0 + b * kMmaWarps, m = item / groups, g0 = (item % groups) * 128;
+      if (item < M * groups)
+        quantise_group_codes(codes + m * pitch, x_scales + m * groups + item % groups, g0, v[b]);
+    }
   }
   cuda::cp_async_wait<0>();
   __syncthreads();
@@ -181,6 +196,10 @@ bool fp8_gemv_mma_on() {
 
 void set_fp8_gemv_mma(bool on) {
   mma_switch.set(on);
+}
+
+int fp8_gemv_mma_model_tokens() {
+  return model_tokens.get();
 }
 
 int64_t fp8_gemv_mma_launches() {

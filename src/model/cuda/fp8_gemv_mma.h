@@ -14,6 +14,9 @@ namespace moe::model::gpu {
 // 2.693 ms a step, session 23); set_fp8_gemv_mma overrides it.
 bool fp8_gemv_mma_on();
 void set_fp8_gemv_mma(bool on);
+// The most tokens the model's decode step hands the tensor-core kernel: MOE_GEMV_MMA_TOKENS (1 to
+// kFp8GemvMmaMaxM), kFp8GemvMaxM by default (past that the step measured slower; fp8_gemv_mma.cu).
+int fp8_gemv_mma_model_tokens();
 // Launches of the tensor-core kernel so far (tests check that it ran).
 int64_t fp8_gemv_mma_launches();
 
