@@ -25,10 +25,11 @@ enum TimelineKind : int {
 // Points inside a kernel's work after its wait (KernelTimelineScope::mark), so a launch's time after the wait
 // can be split into its phases. The marks each kernel records:
 //   fp8 GEMV (both kernels)  the norm (or x's rows) in shared memory; the inputs quantised; the dot products
-//   router GEMV              the norm; the dot products
+//   router GEMV              the norm; the logits gathered in block 0; warp 0 routed; routed and quantised,
+//                            the grouping starts (router_prologue.cu)
 //   attention                the new token prepared; the split's keys done; its result written or sent; the
 //                            combine's start (the last block counted, or the cluster barrier passed)
-//   prologue (one block)     routed and quantised, the grouping starts
+//   prologue (one block)     warp 0 routed; routed and quantised, the grouping starts
 //   combine                  the token's slot ids and weights read
 constexpr int kKernelTimelineMarks = 4;
 

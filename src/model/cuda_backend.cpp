@@ -18,6 +18,7 @@
 #include "cuda/random_fill.h"
 #include "model/cuda/cuda_model_backend.h"
 #include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/fp8_gemv_mma.h"
 #include "model/cuda/router_prologue.h"
 
 namespace moe::model {
@@ -265,8 +266,10 @@ void CudaModelBackend::all_reduce(void* data, int64_t count, dist::ReduceType ty
   if (comm_) comm_->all_reduce_sum(data, count, type, stream_);
 }
 
-bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M) const {
-  return L.fp8 && gemv_ && M <= kFp8GemvMaxM && L.scale_row_div == 128 && L.cols <= kFp8GemvMaxCols;
+bool CudaModelBackend::takes_fp8_gemv(const DeviceLinear& L, int M, bool normed) const {
+  if (!L.fp8 || !gemv_ || M < 1 || L.scale_row_div != 128 || L.cols > kFp8GemvMaxCols) return false;
+  return M <= kFp8GemvMaxM || (fp8_gemv_mma_on() && M <= fp8_gemv_mma_model_tokens() &&
+                               fp8_gemv_mma_fits(L.rows, L.cols, M, normed));
 }
 
 bool CudaModelBackend::combine_goes_to_next_norm(size_t l, int M) const {
@@ -274,7 +277,7 @@ bool CudaModelBackend::combine_goes_to_next_norm(size_t l, int M) const {
   // kernel.
   if (!combine_in_norm_ || comm_ || l + 1 >= m_.layers.size() || !m_.layers[l].moe) return false;
   const cuda::DeviceMoeLayer& moe = *m_.layers[l].moe;
-  return takes_fp8_gemv(m_.layers[l + 1].qkv, M) &&
+  return takes_fp8_gemv(m_.layers[l + 1].qkv, M, true) &&
          fp8_gemv_takes_combine(M, static_cast<int>(m_.spec.hidden), moe.config().router.top_k,
                                 moe.shared() != nullptr);
 }
@@ -286,7 +289,7 @@ void CudaModelBackend::linear(const DeviceLinear& L, const float* x_f32, const u
     return;
   }
   // FORMATS.md section 6: an fp8 linear's input is quantised per token per 1x128 group.
-  if (takes_fp8_gemv(L, M)) {
+  if (takes_fp8_gemv(L, M, false)) {
     fp8_gemv(L.fp8_codes.as<uint8_t>(), L.fp8_scale.as<float>(), L.rows, L.cols, x_f32, M, y, stream_);
     return;
   }
@@ -324,7 +327,7 @@ void CudaModelBackend::run_step(const StepPlan& p) {
   for (size_t l = 0; l < m_.layers.size(); ++l) {
     const DeviceLayer& L = m_.layers[l];
     const int li = static_cast<int>(l);
-    if (takes_fp8_gemv(L.qkv, N)) {
+    if (takes_fp8_gemv(L.qkv, N, true)) {
       const NormInput in{x,   pending_f32, pending_bf16, L.input_norm.as<float>(),
                          eps, x_spare,     nullptr,      pending_combine};
       pending_combine = {};

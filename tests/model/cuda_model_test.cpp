@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "io/hf_checkpoint.h"
 #include "logit_agreement.h"
 #include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/fp8_gemv_mma.h"
 #include "model/cuda/launch.h"
 #include "model/cuda_backend.h"
 #include "model/gen_model.h"
@@ -295,6 +297,33 @@ TEST(cuda_model_gemv, CompactGemvKeepsTheBits) {
   set_cuda_gemv_compact(compact_default);
 }
 
+// What the direct GEMV tests call fp8_gemv on: random fp8 weights and scales of rows x cols; kFp8GemvMmaMaxM
+// rows of x and of a residual, a norm weight (seeds from `seed` up); the norm's outputs and y.
+struct GemvCase {
+  static constexpr int kM = gpu::kFp8GemvMmaMaxM;
+  cuda::DeviceBuffer w, scale, x, res, norm_w, x_out, xn, y;
+  GemvCase(int rows, int cols, uint64_t seed)
+      : w(static_cast<size_t>(rows) * cols),
+        scale(static_cast<size_t>((rows + 127) / 128) * ((cols + 127) / 128) * 4),
+        x(kM * cols * 4ull),
+        res(kM * cols * 4ull),
+        norm_w(cols * 4ull),
+        x_out(kM * cols * 4ull),
+        xn(kM * cols * 2ull),
+        y(kM * rows * 4ull) {
+    cuda::fill_random(w.get(), w.bytes(), cuda::RandomKind::Fp8, seed);
+    cuda::fill_random(scale.get(), scale.bytes(), cuda::RandomKind::Fp32Scale, seed + 1);
+    cuda::fill_random(x.get(), x.bytes(), cuda::RandomKind::Fp32Small, seed + 2);
+    cuda::fill_random(res.get(), res.bytes(), cuda::RandomKind::Fp32Small, seed + 3);
+    cuda::fill_random(norm_w.get(), norm_w.bytes(), cuda::RandomKind::Fp32Small, seed + 4);
+  }
+  // x + res normalised, into x_out and the bf16 rows xn.
+  gpu::NormInput norm() {
+    return gpu::NormInput{x.as<float>(), res.as<float>(),   nullptr,          norm_w.as<float>(),
+                          1e-6f,         x_out.as<float>(), xn.as<uint16_t>()};
+  }
+};
+
 // The compact fp8 GEMV's 16-warp blocks (fp8_gemv_compact.h: for grids of more than 96 8-warp blocks) give
 // the same bits as its 8-warp blocks and as the register-resident kernel, called directly on random fp8
 // weights of Qwen3-30B-A3B's q/k/v (5120 x 2048) and o (2048 x 4096) shapes and an 8192-column one, M = 1 to
@@ -306,19 +335,11 @@ TEST(cuda_model_gemv, WideCompactGemvKeepsTheBits) {
   const int64_t wide_before = gpu::fp8_gemv_wide_launches();
   for (const auto& [rows, cols] : {std::pair{5120, 2048}, {2048, 4096}, {1024, 8192}}) {
     const int M = gpu::kFp8GemvMaxM;
-    const size_t srows = (rows + 127) / 128, scols = (cols + 127) / 128;
-    cuda::DeviceBuffer w(static_cast<size_t>(rows) * cols), scale(srows * scols * 4), x(M * cols * 4ull),
-        res(M * cols * 4ull), norm_w(cols * 4ull), x_out(M * cols * 4ull), xn(M * cols * 2ull),
-        y(M * rows * 4ull);
-    cuda::fill_random(w.get(), w.bytes(), cuda::RandomKind::Fp8, 1);
-    cuda::fill_random(scale.get(), scale.bytes(), cuda::RandomKind::Fp32Scale, 2);
-    cuda::fill_random(x.get(), x.bytes(), cuda::RandomKind::Fp32Small, 3);
-    cuda::fill_random(res.get(), res.bytes(), cuda::RandomKind::Fp32Small, 4);
-    cuda::fill_random(norm_w.get(), norm_w.bytes(), cuda::RandomKind::Fp32Small, 5);
+    GemvCase c(rows, cols, 1);
+    auto& [w, scale, x, res, norm_w, x_out, xn, y] = c;
     for (int m = 1; m <= M; ++m) {
       for (const bool with_norm : {false, true}) {
-        const gpu::NormInput norm{x.as<float>(), res.as<float>(),   nullptr,          norm_w.as<float>(),
-                                  1e-6f,         x_out.as<float>(), xn.as<uint16_t>()};
+        const gpu::NormInput norm = c.norm();
         std::vector<std::vector<float>> out;
         for (const auto& [compact, wide] : {std::pair{false, false}, {true, false}, {true, true}}) {
           set_cuda_gemv_compact(compact);
@@ -345,6 +366,110 @@ TEST(cuda_model_gemv, WideCompactGemvKeepsTheBits) {
   EXPECT_GT(gpu::fp8_gemv_wide_launches(), wide_before) << "the 16-warp blocks never ran";
   set_cuda_gemv_compact(compact_default);
   gpu::set_fp8_gemv_wide(wide_default);
+}
+
+// The tensor-core fp8 GEMV (fp8_gemv_mma.h, on unless MOE_GEMV_MMA=0) against the compact kernel, called
+// directly on random fp8 weights of q/k/v (5120 x 2048), o (2048 x 4096), 8192 columns and 200 x 1024 (a
+// last block of 8 rows), M = 1 to 8, from x and from a norm; y, x_out and the bf16 rows poisoned with NaN
+// before each call. The reference is the compact kernel on chunks of at most kFp8GemvMaxM tokens (each
+// token's row is normalised and quantised on its own, so chunks change nothing). Not the compact kernel's
+// bits (exact fp8 products summed by the tensor cores, then scaled per group): its relative L2 to them at
+// most 1e-3, every output finite, the same bits on a second run, and the norm's outputs the compact kernel's
+// bits. Where it does not take a call (a norm's fp32 rows of 8192 columns past M = 2, of 4096 past 4: shared
+// memory) the compact kernel runs instead up to kFp8GemvMaxM tokens (its bits, no launch counted), and past
+// that fp8_gemv refuses.
+TEST(cuda_model_gemv, MmaGemvNearCompact) {
+  SKIP_WITHOUT_GPU();
+  const bool compact_default = cuda_gemv_compact(), mma_default = gpu::fp8_gemv_mma_on();
+  set_cuda_gemv_compact(true);
+  int took = 0, refused = 0;
+  for (const auto& [rows, cols] : {std::pair{5120, 2048}, {2048, 4096}, {1024, 8192}, {200, 1024}}) {
+    GemvCase c(rows, cols, 11);
+    auto& [w, scale, x, res, norm_w, x_out, xn, y] = c;
+    const auto fetch = [](const cuda::DeviceBuffer& b, size_t bytes) {
+      std::vector<uint8_t> v(bytes);
+      MOE_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), bytes, cudaMemcpyDeviceToHost));
+      return v;
+    };
+    for (int m = 1; m <= gpu::kFp8GemvMmaMaxM; ++m) {
+      for (const bool with_norm : {false, true}) {
+        const gpu::NormInput norm = c.norm();
+        const std::string where = std::to_string(rows) + "x" + std::to_string(cols) +
+                                  " M=" + std::to_string(m) + (with_norm ? " with norm" : "");
+        struct Out {
+          std::vector<float> y;
+          std::vector<uint8_t> x_out, xn;
+        };
+        // Tokens t0 .. t0 + n - 1 of the case in one call (the norm's pointers moved to token t0).
+        const auto call = [&](int t0, int n) {
+          const int64_t xo = static_cast<int64_t>(t0) * cols;
+          gpu::NormInput part = norm;
+          part.x += xo;
+          part.res_f32 += xo;
+          part.x_out += xo;
+          part.xn_bf16_out += xo;
+          gpu::fp8_gemv(w.as<uint8_t>(), scale.as<float>(), rows, cols, x.as<float>() + xo, n,
+                        y.as<float>() + static_cast<int64_t>(t0) * rows, nullptr,
+                        with_norm ? &part : nullptr);
+        };
+        // mma: the whole call (the tensor-core kernel when it takes it); else the compact kernel by chunks.
+        const auto run = [&](bool mma) {
+          gpu::set_fp8_gemv_mma(mma);
+          for (const cuda::DeviceBuffer* b : {&y, &x_out, &xn})
+            MOE_CUDA_CHECK(cudaMemset(b->get(), 0xff, b->bytes()));  // NaN
+          for (int t0 = 0; t0 < m; t0 += mma ? m : gpu::kFp8GemvMaxM)
+            call(t0, mma ? m : std::min(m, t0 + gpu::kFp8GemvMaxM) - t0);
+          MOE_CUDA_CHECK(cudaGetLastError());
+          MOE_CUDA_CHECK(cudaDeviceSynchronize());
+          Out o;
+          o.y.resize(static_cast<size_t>(m) * rows);
+          MOE_CUDA_CHECK(cudaMemcpy(o.y.data(), y.get(), o.y.size() * 4, cudaMemcpyDeviceToHost));
+          o.x_out = fetch(x_out, static_cast<size_t>(m) * cols * 4);
+          o.xn = fetch(xn, static_cast<size_t>(m) * cols * 2);
+          return o;
+        };
+        const bool takes = gpu::fp8_gemv_mma_takes(rows, cols, m, with_norm ? norm : gpu::NormInput{});
+        const Out ref = run(false);
+        const int64_t before = gpu::fp8_gemv_mma_launches();
+        if (!takes && m > gpu::kFp8GemvMaxM) {
+          gpu::set_fp8_gemv_mma(true);
+          EXPECT_ANY_THROW(call(0, m)) << where << ": no kernel takes it, fp8_gemv must refuse";
+          EXPECT_EQ(gpu::fp8_gemv_mma_launches(), before) << where;
+          ++refused;
+          continue;
+        }
+        const Out a = run(true), b = run(true);
+        if (!takes) {
+          EXPECT_EQ(gpu::fp8_gemv_mma_launches(), before) << where;
+          EXPECT_EQ(a.y, ref.y) << where << ": the compact kernel's fallback";
+          continue;
+        }
+        ++took;
+        EXPECT_EQ(gpu::fp8_gemv_mma_launches(), before + 2) << where;
+        expect_finite(a.y, "tensor-core GEMV");
+        EXPECT_EQ(a.y, b.y) << where << ": not the same bits run after run";
+        double diff = 0.0, norm2 = 0.0;
+        for (size_t i = 0; i < ref.y.size(); ++i) {
+          diff += (a.y[i] - static_cast<double>(ref.y[i])) * (a.y[i] - ref.y[i]);
+          norm2 += static_cast<double>(ref.y[i]) * ref.y[i];
+        }
+        const double rel = std::sqrt(diff / norm2);
+        EXPECT_LE(rel, 1e-3) << where << ": relative L2 to the compact kernel";
+        if (with_norm) {
+          EXPECT_EQ(a.x_out, ref.x_out) << where << ": the norm's fp32 rows";
+          EXPECT_EQ(a.xn, ref.xn) << where << ": the norm's bf16 rows";
+        }
+        std::printf("[gemv mma] %s: relative L2 to the compact kernel %.3g\n", where.c_str(), rel);
+      }
+    }
+  }
+  // Every call but 8192 columns with a norm at M = 3 to 8 and 4096 with a norm at M = 5 to 8
+  // (fp8_gemv_mma_fits; gemv_mma_plan_test); of those, M = 5 to 8 refused.
+  EXPECT_EQ(took, 4 * 2 * gpu::kFp8GemvMmaMaxM - 6 - 4)
+      << "the tensor-core GEMV took other calls than it should";
+  EXPECT_EQ(refused, 4 + 4) << "fp8_gemv refused other calls than it should";
+  set_cuda_gemv_compact(compact_default);
+  gpu::set_fp8_gemv_mma(mma_default);
 }
 
 // A model whose router the fused router prologue runs as a cluster of 8 blocks (128 experts, 16 a block)

@@ -80,7 +80,8 @@ struct PrologueShared {
 
 // The whole prologue of M tokens (M * top_k <= kSmallMaxPairs) by one block of at least E threads, after
 // its programmatic wait: logits [M, E] row-major, in global or shared memory. Marks the timeline's point
-// `mark` (measuring builds) when the routing and quantisation are done and the grouping starts. rows_f32:
+// `mark` (measuring builds) when warp 0 has routed its tokens, and `mark` + 1 when the routing and
+// quantisation are done and the grouping starts. rows_f32:
 // as warp_quantize_token_group takes it (the model's router kernel has x's rows in shared memory).
 template <int kPerLane>
 __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignArgs& al, int M,
@@ -97,6 +98,7 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
     if (lane < K) s.ids[t * K + lane] = id;
     if (a.shared_gate_out) warp_shared_gate(a, t);
   }
+  timeline.mark(mark);  // thread 0's warp has routed (the block's other warps may still be routing)
   // Every (token, group) of the activations is quantised by some warp, in parallel; the items are dealt
   // from the last warp down, so the routing warps (the first M) start on them last.
   const GroupGrid grid(a.quant, a.hidden, 0);
@@ -105,7 +107,7 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
     warp_quantize_token_group(a, p / groups, p % groups, grid, rows_f32);
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
-  timeline.mark(mark);
+  timeline.mark(mark + 1);
   // A few pairs (decode): warp 0 groups them without the block's barriers; the other warps are done.
   if (al.n_pairs <= min(al.warp_max_pairs, kWarpAlignMaxPairs)) {
     if (warp == 0) warp_align(s.ids, al, s.align);

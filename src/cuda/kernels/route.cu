@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
   pdl_wait();  // the first kernel of a call: as route_kernel
   timeline.waited();
   pdl_trigger();
-  prologue_small<kPerLane>(a, al, M, a.logits, s, timeline, 0);  // mark 0: the grouping starts
+  prologue_small<kPerLane>(a, al, M, a.logits, s, timeline, 0);  // marks 0, 1: routed; the grouping starts
 }
 
 }  // namespace

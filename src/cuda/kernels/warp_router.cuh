@@ -124,15 +124,14 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
     const unsigned mine = top != 0u && best == top ? static_cast<unsigned>(best_j * 32 + lane) : 0xffffffffu;
     const unsigned win = __reduce_min_sync(kFullMask, mine);
     const int id = top != 0u ? static_cast<int>(win) : -1;
+    // Selects on each expert's own id, not an index id / 32: ptxas turned that form into a dynamic index and
+    // put prob and key in local memory (32 bytes of stack in the router kernel, STL / LDL in every pick).
     float pv = 0.0f;
-    if (id >= 0 && lane == id % 32) {
 #pragma unroll
-      for (int j = 0; j < kMaxExpertsPerLane; ++j) {
-        if (j == id / 32) {
-          pv = prob[j];
-          key[j] = 0u;
-        }
-      }
+    for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+      const bool hit = j * 32 + lane == id;  // never when id < 0
+      pv = hit ? prob[j] : pv;
+      key[j] = hit ? 0u : key[j];
     }
     pv = __shfl_sync(kFullMask, pv, id >= 0 ? id % 32 : 0);
     if (lane == k) {

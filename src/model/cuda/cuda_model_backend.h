@@ -60,8 +60,10 @@ class CudaModelBackend : public ModelBackend {
   void run_step(const StepPlan& p);
   void launch_step(const StepPlan& p);  // graph replay or eager; captures a graph the first time
   void linear(const DeviceLinear& L, const float* x_f32, const uint16_t* x_bf16, int M, float* y);
-  // Whether `linear` takes the fp8 GEMV for M rows (which can also do the RMSNorm before it).
-  bool takes_fp8_gemv(const DeviceLinear& L, int M) const;
+  // Whether the fp8 GEMV takes M rows of L, with the RMSNorm before it (normed: the q/k/v projection) or
+  // without (`linear`): up to kFp8GemvMaxM rows, or up to fp8_gemv_mma_model_tokens() where the tensor-core
+  // kernel fits.
+  bool takes_fp8_gemv(const DeviceLinear& L, int M, bool normed) const;
   // Whether layer l's MoE call of M tokens leaves its combine to layer l + 1's q/k/v GEMV.
   bool combine_goes_to_next_norm(size_t l, int M) const;
   StepMetaDev meta_of(const StepPlan& p) const;

@@ -102,24 +102,7 @@ __global__ void __launch_bounds__(32 * W)
   cuda::pdl_wait();
   timeline.waited();
   cuda::pdl_trigger();
-  if (norm.weight) {
-    norm_rows_to_shared<false>(norm, M, cols, a, scratch);
-  } else {
-    // x's rows into `a` (four 16-byte pieces in flight per thread and round), then quantised there in place.
-    const int pieces = M * cols / 4;
-    for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
-      float4 t[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int i = i0 + k * kThreads;
-        t[k] = i < pieces ? reinterpret_cast<const float4*>(x)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (i0 + k * kThreads < pieces) smem4[i0 + k * kThreads] = t[k];
-    }
-    __syncthreads();
-  }
+  input_rows_to_shared<kThreads>(x, norm, M, cols, a, scratch);  // quantised there in place below
   timeline.mark(0);  // measuring builds: the norm, or x's rows, in shared memory
   // Each group is read and written by one warp (no barrier between its reads and writes).
   const int groups = (cols + 127) / 128;

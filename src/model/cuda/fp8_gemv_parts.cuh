@@ -23,18 +23,33 @@ inline int rows_per_warp(int cols) {
 // One 1x128 group of row m (columns g0 .. g0 + 127, those below cols) quantised into `a` (FORMATS.md section
 // 3, as prepare_activation writes it), from this lane's four values v (columns g0 + lane + 32 u). Both GEMV
 // kernels quantise through it, so their activations have the same bits.
-__device__ __forceinline__ void quantise_group(float* a, int cols, int m, int g0, const float (&v)[4]) {
-  const int lane = threadIdx.x % 32;
+// The group's scale from every lane's four values (their amax over the warp).
+__device__ __forceinline__ float warp_group_scale(const float (&v)[4]) {
   float amax = 0.0f;
 #pragma unroll
   for (int u = 0; u < 4; ++u) amax = fmaxf(amax, fabsf(v[u]));
-  amax = warp_max(amax);
-  const float s = fp8_group_scale(amax);
+  return fp8_group_scale(warp_max(amax));
+}
+
+__device__ __forceinline__ void quantise_group(float* a, int cols, int m, int g0, const float (&v)[4]) {
+  const int lane = threadIdx.x % 32;
+  const float s = warp_group_scale(v);
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const int i = g0 + lane + 32 * u;
     if (i < min(cols, g0 + 128)) a[m * cols + i] = fp8e4m3_to_f32(fp8_code(v[u], s)) * s;
   }
+}
+
+// The same group's e4m3 codes (quantise_group's codes, not its dequantised values) to q[g0 + lane + 32 u] and
+// its scale to *scale_out, for a group of a whole 128 columns (the tensor-core GEMV, fp8_gemv_mma.cu).
+__device__ __forceinline__ void quantise_group_codes(uint8_t* q, float* scale_out, int g0,
+                                                     const float (&v)[4]) {
+  const int lane = threadIdx.x % 32;
+  const float s = warp_group_scale(v);
+#pragma unroll
+  for (int u = 0; u < 4; ++u) q[g0 + lane + 32 * u] = fp8_code(v[u], s);
+  if (lane == 0) *scale_out = s;
 }
 
 // acc += sw * (the 16 decoded weights f of one chunk · the 16 activations at av), in the order both GEMV

@@ -4,6 +4,7 @@
 #include "cuda/kernels/weight_decode.cuh"
 #include "model/cuda/common.cuh"
 #include "model/cuda/fp8_gemv_compact.h"
+#include "model/cuda/fp8_gemv_mma.h"
 #include "model/cuda/fp8_gemv_parts.cuh"
 #include "model/cuda/kernel_attributes.h"
 #include "model/cuda/launch.h"
@@ -138,12 +139,16 @@ __global__ void dequant_kernel(const uint8_t* w, const float* scale, int64_t row
 
 void fp8_gemv(const uint8_t* w, const float* scale, int rows, int cols, const float* x, int M, float* y,
               cudaStream_t s, const NormInput* norm) {
-  require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMaxM, "fp8_gemv: cols ", cols,
-          " M ", M, " unsupported");
+  require(cols % 16 == 0 && cols <= kFp8GemvMaxCols && M >= 1 && M <= kFp8GemvMmaMaxM, "fp8_gemv: cols ",
+          cols, " M ", M, " unsupported");
   const NormInput n = checked_norm_input(norm, "fp8_gemv");
   require(!n.combine.y || fp8_gemv_takes_combine(M, cols, n.combine.top_k, n.combine.y_shared != nullptr),
           "fp8_gemv: a pending combine of ", M, " rows of ", cols, " does not fit");
   const int R = rows_per_warp(cols);
+  if (fp8_gemv_mma_on() && fp8_gemv_mma_takes(rows, cols, M, n))
+    return fp8_gemv_mma(w, scale, rows, cols, x, M, y, s, n);
+  require(M <= kFp8GemvMaxM, "fp8_gemv: ", M, " tokens of ", rows, " x ", cols,
+          " need the tensor-core kernel, which is off (MOE_GEMV_MMA=0) or does not fit them");
   if (fp8_gemv_compact_on() && fp8_gemv_compact_takes(x, n))
     return fp8_gemv_compact(w, scale, rows, cols, x, M, R, y, s, n);
   with_rows<kFp8GemvMaxM>(M, [&](auto m) {

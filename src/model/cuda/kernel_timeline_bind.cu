@@ -5,6 +5,7 @@
 namespace moe::cuda {
 void bind_kernel_timeline_fp8_linear(KernelTimelineBuffer*);
 void bind_kernel_timeline_fp8_gemv_compact(KernelTimelineBuffer*);
+void bind_kernel_timeline_fp8_gemv_mma(KernelTimelineBuffer*);
 void bind_kernel_timeline_f32_gemv(KernelTimelineBuffer*);
 void bind_kernel_timeline_router_prologue(KernelTimelineBuffer*);
 void bind_kernel_timeline_attention_decode(KernelTimelineBuffer*);
@@ -18,6 +19,7 @@ namespace moe::model::gpu {
 void bind_kernel_timelines(cuda::KernelTimelineBuffer* buffer) {
   cuda::bind_kernel_timeline_fp8_linear(buffer);
   cuda::bind_kernel_timeline_fp8_gemv_compact(buffer);
+  cuda::bind_kernel_timeline_fp8_gemv_mma(buffer);
   cuda::bind_kernel_timeline_f32_gemv(buffer);
   cuda::bind_kernel_timeline_router_prologue(buffer);
   cuda::bind_kernel_timeline_attention_decode(buffer);

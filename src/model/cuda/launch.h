@@ -119,7 +119,8 @@ struct NormInput {
 
 // fp8_linear.cu: y [M, rows] fp32 = fake_quantize(x) [M, cols] · dequant(W)ᵀ for fp8 block weights W [rows,
 // cols] with scales [ceil(rows/128), ceil(cols/128)]; x is the linear's unquantised fp32 input, quantised per
-// token per 1x128 group inside the kernel. M <= kFp8GemvMaxM, cols % 16 == 0, cols <= kFp8GemvMaxCols.
+// token per 1x128 group inside the kernel. M <= kFp8GemvMaxM (up to kFp8GemvMmaMaxM where the tensor-core
+// kernel takes the call: fp8_gemv_mma.h), cols % 16 == 0, cols <= kFp8GemvMaxCols.
 constexpr int kFp8GemvMaxM = 4, kFp8GemvMaxCols = 8192;
 // With `norm` set, x is ignored and the input is RMSNorm(norm->x + residual) (see NormInput).
 // Whether fp8_gemv takes a pending MoE combine of M rows of `cols` (NormInput::combine) in its norm: the rows

@@ -177,4 +177,30 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
   __syncthreads();
 }
 
+// A decode GEMV's M input rows in shared memory `a` [M][n], then a barrier: normalised by `norm` when it has
+// a weight (norm_rows_to_shared, no pending combine), else x's rows as they are (four 16-byte pieces in
+// flight per thread and round; x 16-byte aligned, n % 4 == 0).
+template <int kThreads>
+__device__ inline void input_rows_to_shared(const float* x, const NormInput& norm, int M, int n, float* a,
+                                            float* scratch) {
+  if (norm.weight) {
+    norm_rows_to_shared<false>(norm, M, n, a, scratch);
+    return;
+  }
+  float4* a4 = reinterpret_cast<float4*>(a);
+  const int pieces = M * n / 4;
+  for (int i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
+    float4 t[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int i = i0 + k * kThreads;
+      t[k] = i < pieces ? reinterpret_cast<const float4*>(x)[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (i0 + k * kThreads < pieces) a4[i0 + k * kThreads] = t[k];
+  }
+  __syncthreads();
+}
+
 }  // namespace moe::model::gpu
