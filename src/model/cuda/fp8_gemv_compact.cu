@@ -50,11 +50,9 @@ template <int W>
 size_t smem_bytes(int M, int cols) {
   return static_cast<size_t>(M) * cols * sizeof(float) + kWeightBytes<W>;
 }
-// Dynamic shared memory a block may have: Hopper's 227 KB per block less 1 KB for the static arrays.
-constexpr size_t kSmemPerBlock = 226 * 1024;
 template <int W>
 constexpr size_t kMaxSmem = std::min(kFp8GemvMaxM* kFp8GemvMaxCols * sizeof(float) + kWeightBytes<W>,
-                                     kSmemPerBlock);
+                                     kGemvSmemPerBlock);
 
 // A weight chunk into shared memory; when !valid, zero-filled with nothing read (src-size 0). Without the
 // register kernel's evict-first L2 policy: with `.L2::cache_hint` here, ptxas 13.0 compiled the measuring
@@ -158,7 +156,7 @@ template <int M, int R>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
   const bool wide = wide_switch.get() && blocks_for(rows, kWarps * R) > kWideAboveBlocks &&
-                    smem_bytes<kWideWarps>(M, cols) <= kSmemPerBlock;
+                    smem_bytes<kWideWarps>(M, cols) <= kGemvSmemPerBlock;
   if (wide) {
     launch_warps<M, R, kWideWarps>(w, scale, rows, cols, x, y, s, norm);
     wide_launches.fetch_add(1, std::memory_order_relaxed);

@@ -33,8 +33,6 @@ EnvCount model_tokens("MOE_GEMV_MMA_TOKENS", kFp8GemvMaxM, 1, kFp8GemvMmaMaxM);
 std::atomic<int64_t> mma_launches{0};
 
 constexpr int kMmaWarps = 16, kMmaThreads = 32 * kMmaWarps;
-// Hopper's 227 KB of shared memory per block, less 1 KB for the static arrays.
-constexpr size_t kSmemPerBlock = 226 * 1024;
 
 // A weight row's bytes in shared memory, and an x code row's: 16 more than the row, so the 8 rows an ldmatrix
 // reads (and the 8 token rows of a B fragment) start 4 banks apart.
@@ -172,7 +170,8 @@ __global__ void __launch_bounds__(kMmaThreads)
 template <int M, int T>
 void launch(const uint8_t* w, const float* scale, int rows, int cols, const float* x, float* y,
             cudaStream_t s, const NormInput& norm) {
-  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_mma_kernel<M, T>), static_cast<int>(kSmemPerBlock));
+  allow_dynamic_smem(reinterpret_cast<const void*>(gemv_mma_kernel<M, T>),
+                     static_cast<int>(kGemvSmemPerBlock));
   launch_pdl(gemv_mma_kernel<M, T>, blocks_for(rows, 16 * T), kMmaThreads,
              mma_smem(M, cols, T, norm.weight != nullptr).total, s, w, scale, rows, cols, x, y, norm);
   mma_launches.fetch_add(1, std::memory_order_relaxed);
@@ -200,7 +199,7 @@ bool fp8_gemv_mma_fits(int rows, int cols, int M, bool normed) {
   if (M < 1 || M > kFp8GemvMmaMaxM || rows < 1 || cols < 128 || cols % 128 != 0 || cols > kFp8GemvMaxCols)
     return false;
   const int T = tiles_for(cols), S = kMmaWarps / T;
-  return (cols / 128) % S == 0 && mma_smem(M, cols, T, normed).total <= kSmemPerBlock;
+  return (cols / 128) % S == 0 && mma_smem(M, cols, T, normed).total <= kGemvSmemPerBlock;
 }
 
 bool fp8_gemv_mma_takes(int rows, int cols, int M, const NormInput& norm) {
