@@ -25,12 +25,15 @@ namespace {
 
 constexpr int kRouteWarps = 8;
 
-template <int kPerLane>
+template <int kPerLane, int kKind>
 __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
   // The first kernel of a call: launched to overlap the previous kernel's tail, it waits for it before
   // touching memory (the previous call still reads the workspaces), then lets the next kernel start early.
   KernelTimelineScope timeline(kTlPrologue);
-  if (threadIdx.x == 0) warm_param_lines(a);
+  if (threadIdx.x == 0) {
+    warm_param_lines(a);
+    warm_param_lines(M);
+  }
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -39,9 +42,9 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
   const int w = blockIdx.x * kRouteWarps + threadIdx.x / 32;
   if (w < M) {
     const int K = a.router.top_k, E = a.router.num_experts;
-    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(w) * E,
-                         a.topk_ids + static_cast<size_t>(w) * K,
-                         a.topk_weights + static_cast<size_t>(w) * K);
+    warp_route<kPerLane, kKind>(a.router, a.logits + static_cast<size_t>(w) * E,
+                                a.topk_ids + static_cast<size_t>(w) * K,
+                                a.topk_weights + static_cast<size_t>(w) * K);
     if (a.shared_gate_out) {
       warp_shared_gate(a, w);
       if (w == 0 && threadIdx.x % 32 == 0) write_shared_grouping(a, M);
@@ -107,8 +110,11 @@ void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
   const int items = a.x_rows ? 2 * M : (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
   const int warps = std::max(M, items);
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    launch_overlapped(route_kernel<decltype(per_lane)::value>, dim3((warps + kRouteWarps - 1) / kRouteWarps),
-                      dim3(kRouteWarps * 32), 0, stream, a, M);
+    with_router_kind(a.router.kind, [&](auto kind) {
+      launch_overlapped(route_kernel<decltype(per_lane)::value, decltype(kind)::value>,
+                        dim3((warps + kRouteWarps - 1) / kRouteWarps), dim3(kRouteWarps * 32), 0, stream, a,
+                        M);
+    });
   });
 }
 
