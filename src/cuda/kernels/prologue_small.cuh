@@ -11,7 +11,6 @@
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
-#include "cuda/kernels/warp_align.cuh"
 #include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
@@ -109,12 +108,7 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
   timeline.mark(mark + 1);
-  // A few pairs (decode): warp 0 groups them without the block's barriers; the other warps are done.
-  if (al.n_pairs <= min(al.warp_max_pairs, kWarpAlignMaxPairs)) {
-    if (warp == 0) warp_align(s.ids, al, s.align);
-  } else {
-    block_align(s.ids, al, s.align);
-  }
+  block_align(s.ids, al, s.align);
 }
 
 }  // namespace moe::cuda
