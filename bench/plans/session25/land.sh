@@ -10,7 +10,7 @@ source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/land25-gpu.tar.xz /tmp/n
 mkdir -p /tmp/o && tar -C /tmp/o -xJf .carry/s24-main-moe.tar.xz
 record_gpu $R/gpu.txt
-binaries_ab $R/land-ab.log /tmp/n/bin/moe /tmp/o/bin/moe 2
+binaries_ab $R/land-ab.log /tmp/n/bin/moe /tmp/o/bin/moe 1
 pack
 quick_gpu_check /tmp/n/bin
 pack
