@@ -12,6 +12,13 @@ mkdir -p /tmp/o && tar -C /tmp/o -xJf .carry/s24-main-moe.tar.xz
 record_gpu $R/gpu.txt
 binaries_ab $R/land-ab.log /tmp/n/bin/moe /tmp/o/bin/moe 1
 pack
-quick_gpu_check /tmp/n/bin
+# The tests, the case checks and the fixtures without the benchmarks (GPU_CHECK_QUICK): what fits the
+# device time left; the A/B above is the speed.
+mkdir -p $R/gc
+GPU_CHECK_QUICK=1 GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=/tmp/n/bin OUT=$R/gc \
+  timeout "$(cap 400 5)" scripts/gpu-check > $R/gc/gc.log 2>&1
+echo "gpu-check (quick, no benchmarks) rc $? t=$(el)"
+grep -E "^\[  FAILED" $R/gc/gpu-tests.log | head
+sed -n '/== summary/,$p' $R/gc/gc.log | head -12
 pack
 echo "done t=$(el)"
