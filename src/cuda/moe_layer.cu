@@ -278,18 +278,7 @@ EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
-// Off: measured slower (session 22, H100, model batch 1 with it 2.995 / 2.981 / 2.994 ms against 2.978 /
-// 2.983 / 2.982; the router kernel's grouping mark +2.05 us against +1.54 with the whole block).
-EnvSwitch warp_grouping_switch("MOE_WARP_GROUPING", false);
 }  // namespace
-
-bool warp_grouping() {
-  return warp_grouping_switch.get();
-}
-
-void set_warp_grouping(bool on) {
-  warp_grouping_switch.set(on);
-}
 
 bool moe_counter_waits() {
   return counter_waits_switch.get();
@@ -668,7 +657,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                ws.num_active.as<int>(),
                ws.slot_begin.as<int>()};
   aa.block_counts = ws.group_block_counts.as<int>();
-  aa.warp_max_pairs = warp_grouping() ? kWarpAlignMaxPairs : 0;
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;

@@ -111,12 +111,6 @@ bool fused_by_default();
 // unless MOE_SWAP_AB_SELF_ROUTE=0 (read once); set_swap_ab_self_route overrides it (tests compare both ways).
 bool swap_ab_self_route();
 void set_swap_ab_self_route(bool on);
-// Whether the one-block prologue groups a call of at most 32 pairs with one warp (warp_align.cuh) instead
-// of the whole block: MOE_WARP_GROUPING=1 (read once); off by default, measured slower on an H100 (session
-// 22). The same arrays either way, an expert's pairs in another order (no result depends on it).
-// set_warp_grouping overrides it (tests).
-bool warp_grouping();
-void set_warp_grouping(bool on);
 // Whether Auto runs calls of M <= kDecodeMaxTokens as the GEMV's stage 1 and then the decode path's stage 2
 // with the combine in its last blocks (same bits as the GEMV path, one launch fewer): MOE_STAGE2_COMBINE=1
 // (read once); off by default, measured slower than the GEMV path on the H200.

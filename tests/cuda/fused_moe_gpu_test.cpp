@@ -396,21 +396,14 @@ TEST(FusedMoeGpuRouting, ManyPairGroupingIsComplete) {
   check_grouping(1024);
 }
 
-// A few tokens: the one-block prologue, whose warp 0 groups up to 32 pairs (warp_align.cuh: M <= 4 at
-// top-8, 32 pairs exactly at M=4) and whose whole block groups more (M=5), or with the warp grouping off
-// the whole block at every M. With stage 1's self-routing off: it groups in its own registers and leaves
-// the workspace's grouping unwritten.
+// A few tokens: the one-block prologue's grouping (the whole block, block_align.cuh) at M = 1 to 5. With
+// stage 1's self-routing off: it groups in its own registers and leaves the workspace's grouping unwritten.
 TEST(FusedMoeGpuRouting, FewPairGroupingIsComplete) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const bool self_route = cuda::swap_ab_self_route(), warp = cuda::warp_grouping();
+  const bool self_route = cuda::swap_ab_self_route();
   cuda::set_swap_ab_self_route(false);
-  for (const bool w : {true, false}) {
-    cuda::set_warp_grouping(w);
-    std::printf("[grouping] warp grouping %s\n", w ? "on" : "off");
-    for (const int M : {1, 2, 3, 4, 5}) check_grouping(M);
-  }
+  for (const int M : {1, 2, 3, 4, 5}) check_grouping(M);
   cuda::set_swap_ab_self_route(self_route);
-  cuda::set_warp_grouping(warp);
 }
 
 // The shared expert's stages on the workspace's second stream, beside the routed experts' (forked after the

@@ -10,7 +10,7 @@
 set -uo pipefail
 export END=585
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s25-gpu.tar.xz /tmp/n
+unpack_carry "${CARRY:-.carry/s25-gpu.tar.xz}" /tmp/n
 record_gpu $R/gpu.txt
 profile() {  # TAG KERNEL_REGEX MOE_ARGS...
   local tag=$1 k=$2

@@ -31,6 +31,7 @@
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
+#include "cuda/kernels/param_warmup.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/swap_ab_timeline.h"
@@ -244,6 +245,11 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     __syncthreads();
   }
   if (kStage == 1) {
+    // Stage 1 reads most of its parameters only after its wait (param_warmup.cuh); stage 2 reads them
+    // before, with its early weights. Only the 8-token column tiles (decode): the wider fp8 kernels then
+    // kept some parameters in registers and spilled (kNT 4: 248 registers without, 255 and 28 bytes of
+    // spills with it).
+    if (kNT == 1 && threadIdx.x == 0) warm_param_lines(a);
     pdl_wait();
     timeline.waited();
     stamp(a, kSwWaited);

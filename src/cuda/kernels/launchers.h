@@ -50,12 +50,7 @@ struct AlignArgs {
   // [kGroupingMaxBlocks, E] (launch_align's many-block grouping): each block's counts, then its first
   // position per expert. Null: the grouping runs in one block.
   int* block_counts = nullptr;
-  // The one-block prologue groups up to this many pairs with one warp (warp_align.cuh, at most
-  // kWarpAlignMaxPairs; cuda::warp_grouping).
-  int warp_max_pairs = 0;
 };
-// Pairs one warp groups at most: a lane per pair.
-constexpr int kWarpAlignMaxPairs = 32;
 // A swap-AB call's counter boundaries (MoeWorkspace::chain_counters): stage 1's and stage 2's arrivals.
 constexpr int kChainCounters = 2;
 // Blocks of the many-block grouping at most (sizes AlignArgs::block_counts).

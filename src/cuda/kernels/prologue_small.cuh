@@ -11,7 +11,6 @@
 #include "cuda/kernels/block_align.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
-#include "cuda/kernels/warp_align.cuh"
 #include "cuda/kernels/warp_router.cuh"
 
 namespace moe::cuda {
@@ -82,8 +81,9 @@ struct PrologueShared {
 // its programmatic wait: logits [M, E] row-major, in global or shared memory. Marks the timeline's point
 // `mark` (measuring builds) when warp 0 has routed its tokens, and `mark` + 1 when the routing and
 // quantisation are done and the grouping starts. rows_f32:
-// as warp_quantize_token_group takes it (the model's router kernel has x's rows in shared memory).
-template <int kPerLane>
+// as warp_quantize_token_group takes it (the model's router kernel has x's rows in shared memory). kKind:
+// warp_route's.
+template <int kPerLane, int kKind = kAnyRouter>
 __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignArgs& al, int M,
                                                const float* logits, PrologueShared& s,
                                                KernelTimelineScope& timeline, int mark,
@@ -92,9 +92,9 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
   const int K = a.router.top_k, E = a.router.num_experts;
   for (int t = warp; t < M; t += warps) {
-    const int id = warp_route<kPerLane>(a.router, logits + static_cast<size_t>(t) * E,
-                                        a.topk_ids + static_cast<size_t>(t) * K,
-                                        a.topk_weights + static_cast<size_t>(t) * K);
+    const int id = warp_route<kPerLane, kKind>(a.router, logits + static_cast<size_t>(t) * E,
+                                               a.topk_ids + static_cast<size_t>(t) * K,
+                                               a.topk_weights + static_cast<size_t>(t) * K);
     if (lane < K) s.ids[t * K + lane] = id;
     if (a.shared_gate_out) warp_shared_gate(a, t);
   }
@@ -108,12 +108,7 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
   timeline.mark(mark + 1);
-  // A few pairs (decode): warp 0 groups them without the block's barriers; the other warps are done.
-  if (al.n_pairs <= min(al.warp_max_pairs, kWarpAlignMaxPairs)) {
-    if (warp == 0) warp_align(s.ids, al, s.align);
-  } else {
-    block_align(s.ids, al, s.align);
-  }
+  block_align(s.ids, al, s.align);
 }
 
 }  // namespace moe::cuda

@@ -12,9 +12,11 @@
 #include "core/error.h"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/param_warmup.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/prologue_small.cuh"
+#include "cuda/kernels/router_kinds.h"
 
 MOE_KERNEL_TIMELINE_TU(route)
 
@@ -23,11 +25,15 @@ namespace {
 
 constexpr int kRouteWarps = 8;
 
-template <int kPerLane>
+template <int kPerLane, int kKind>
 __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, int M) {
   // The first kernel of a call: launched to overlap the previous kernel's tail, it waits for it before
   // touching memory (the previous call still reads the workspaces), then lets the next kernel start early.
   KernelTimelineScope timeline(kTlPrologue);
+  if (threadIdx.x == 0) {
+    warm_param_lines(a);
+    warm_param_lines(M);
+  }
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -36,9 +42,9 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
   const int w = blockIdx.x * kRouteWarps + threadIdx.x / 32;
   if (w < M) {
     const int K = a.router.top_k, E = a.router.num_experts;
-    warp_route<kPerLane>(a.router, a.logits + static_cast<size_t>(w) * E,
-                         a.topk_ids + static_cast<size_t>(w) * K,
-                         a.topk_weights + static_cast<size_t>(w) * K);
+    warp_route<kPerLane, kKind>(a.router, a.logits + static_cast<size_t>(w) * E,
+                                a.topk_ids + static_cast<size_t>(w) * K,
+                                a.topk_weights + static_cast<size_t>(w) * K);
     if (a.shared_gate_out) {
       warp_shared_gate(a, w);
       if (w == 0 && threadIdx.x % 32 == 0) write_shared_grouping(a, M);
@@ -62,14 +68,19 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
 // gives every item its own warp, for one more launch (the grouping).
 constexpr int kSmallMaxTokens = 8;
 
-template <int kPerLane>
+template <int kPerLane, int kKind>
 __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
   __shared__ PrologueShared s;
   KernelTimelineScope timeline(kTlPrologue);
+  if (threadIdx.x == 0) {  // warp 0 routes first after the wait
+    warm_param_lines(a);
+    warm_param_lines(al);
+  }
   pdl_wait();  // the first kernel of a call: as route_kernel
   timeline.waited();
   pdl_trigger();
-  prologue_small<kPerLane>(a, al, M, a.logits, s, timeline, 0);  // marks 0, 1: routed; the grouping starts
+  // marks 0, 1: routed; the grouping starts
+  prologue_small<kPerLane, kKind>(a, al, M, a.logits, s, timeline, 0);
 }
 
 }  // namespace
@@ -99,15 +110,20 @@ void launch_route(const RouteArgs& a, int M, cudaStream_t stream) {
   const int items = a.x_rows ? 2 * M : (a.xq || a.x_codes) ? M * GroupGrid(a.quant, a.hidden, 0).count() : 0;
   const int warps = std::max(M, items);
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    launch_overlapped(route_kernel<decltype(per_lane)::value>, dim3((warps + kRouteWarps - 1) / kRouteWarps),
-                      dim3(kRouteWarps * 32), 0, stream, a, M);
+    with_router_kind(a.router.kind, [&](auto kind) {
+      launch_overlapped(route_kernel<decltype(per_lane)::value, decltype(kind)::value>,
+                        dim3((warps + kRouteWarps - 1) / kRouteWarps), dim3(kRouteWarps * 32), 0, stream, a,
+                        M);
+    });
   });
 }
 
 void launch_prologue_small(const RouteArgs& a, const AlignArgs& al, int M, cudaStream_t stream) {
   with_per_lane(a.router.num_experts, [&](auto per_lane) {
-    launch_overlapped(prologue_small_kernel<decltype(per_lane)::value>, dim3(1), dim3(kAlignThreads), 0,
-                      stream, a, al, M);
+    with_router_kind(a.router.kind, [&](auto kind) {
+      launch_overlapped(prologue_small_kernel<decltype(per_lane)::value, decltype(kind)::value>, dim3(1),
+                        dim3(kAlignThreads), 0, stream, a, al, M);
+    });
   });
 }
 

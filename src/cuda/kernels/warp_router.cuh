@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/router_kinds.h"
 #include "cuda/moe_params.h"
 
 namespace moe::cuda {
@@ -22,18 +23,20 @@ __device__ __forceinline__ float key_value(unsigned key) {
 // Writes ids[0..K) (descending selection score; local ids, -1 for another rank's expert) and weights[0..K),
 // and returns pick `lane`'s id to lanes below K (-1 to the others), so a caller needs no read-back of ids.
 // kMaxExpertsPerLane * 32 >= E: instantiated for 4, 8, 16 and 32 so small expert counts keep everything in
-// registers.
-template <int kMaxExpertsPerLane>
+// registers. kKind: the router kind when the caller knows it at compile time (router_kinds.h), else
+// kAnyRouter.
+template <int kMaxExpertsPerLane, int kKind = kAnyRouter>
 __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* logits, int* ids,
                                           float* weights) {
   const int lane = threadIdx.x % 32, E = rp.num_experts, K = rp.top_k;
+  const Router kind = kKind == kAnyRouter ? rp.kind : static_cast<Router>(kKind);
   float prob[kMaxExpertsPerLane], sel[kMaxExpertsPerLane];
 #pragma unroll
   for (int j = 0; j < kMaxExpertsPerLane; ++j) {
     const int e = j * 32 + lane;
     prob[j] = e < E ? logits[e] : -INFINITY;
   }
-  if (rp.kind == Router::SoftmaxTopk) {
+  if (kind == Router::SoftmaxTopk) {
     float m = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kMaxExpertsPerLane; ++j) m = fmaxf(m, prob[j]);
@@ -50,7 +53,7 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
       prob[j] = prob[j] / s;
       sel[j] = j * 32 + lane < E ? prob[j] : -INFINITY;
     }
-  } else if (rp.kind == Router::TopkSoftmax) {
+  } else if (kind == Router::TopkSoftmax) {
 #pragma unroll
     for (int j = 0; j < kMaxExpertsPerLane; ++j) sel[j] = prob[j];
   } else {
@@ -140,14 +143,14 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
     }
   }
   float w;
-  if (rp.kind == Router::TopkSoftmax) {
+  if (kind == Router::TopkSoftmax) {
     const float m = __shfl_sync(kFullMask, my_p, 0);  // pick 0 has the largest logit
     const float ex = lane < K ? expf(my_p - m) : 0.0f;
     w = ex / warp_sum(ex);
   } else {
     const float s = warp_sum(lane < K ? my_p : 0.0f);
     w = rp.renormalize ? my_p / s : my_p;
-    if (rp.kind == Router::SigmoidGrouped) w *= rp.routed_scaling_factor;
+    if (kind == Router::SigmoidGrouped) w *= rp.routed_scaling_factor;
   }
   // Weights over all E picks (above), ids local to this rank (expert parallelism; the identity otherwise).
   const int local = my_id - rp.expert_begin;

@@ -8,8 +8,10 @@
 #include "core/error.h"
 #include "cuda/kernels/cluster_barrier.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
+#include "cuda/kernels/param_warmup.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/prologue_small.cuh"
+#include "cuda/kernels/router_kinds.h"
 #include "model/cuda/common.cuh"
 #include "model/cuda/f32_row_dot.cuh"
 #include "model/cuda/kernel_attributes.h"
@@ -35,7 +37,7 @@ static_assert(kPerLane * 32 >= kMaxExperts, "the warp router holds every expert"
 EnvSwitch router_prologue_switch("MOE_ROUTER_PROLOGUE");
 std::atomic<int64_t> launches{0};
 
-template <int M>
+template <int M, int kKind>
 __global__ void __launch_bounds__(kThreads)
     router_prologue_kernel(const float* w, int rows, int cols, NormInput norm, cuda::RouteArgs route,
                            cuda::AlignArgs align) {
@@ -48,6 +50,15 @@ __global__ void __launch_bounds__(kThreads)
   cuda::cluster_arrive_relaxed();  // this block has started (the sends below wait for the others')
   const int lane = threadIdx.x % 32;
   F32WarpRow<kWarps> wr(w, rows, cols);
+  // The norm's parameters are read by every block right after the wait; block 0's routing and grouping
+  // read theirs after the cluster barrier (the first: the ints to zero).
+  if (threadIdx.x == 0) {
+    cuda::warm_param_lines(norm);
+    if (cluster.block_rank() == 0) {
+      cuda::warm_param_lines(route);
+      cuda::warm_param_lines(align);
+    }
+  }
   pdl_wait();
   timeline.waited();
   pdl_trigger();
@@ -71,17 +82,17 @@ __global__ void __launch_bounds__(kThreads)
   if (cluster.block_rank() != 0) return;
   // Block 0 wrote norm.xn_bf16_out (route.x) itself, before the norm's closing barrier; it quantises x from
   // its fp32 rows in shared memory, whose bf16 rounding that is.
-  cuda::prologue_small<kPerLane>(route, align, M, logits, prologue, timeline, 2, x);
+  cuda::prologue_small<kPerLane, kKind>(route, align, M, logits, prologue, timeline, 2, x);
 }
 
-template <int M>
+template <int M, int kKind>
 void launch(const float* w, int rows, int cols, const NormInput& norm, const cuda::RouteArgs& route,
             const cuda::AlignArgs& align, cudaStream_t s) {
-  allow_dynamic_smem(reinterpret_cast<const void*>(router_prologue_kernel<M>),
+  allow_dynamic_smem(reinterpret_cast<const void*>(router_prologue_kernel<M, kKind>),
                      static_cast<int>(M * kFp8GemvMaxCols * sizeof(float)));
   const int blocks = (rows + kWarps - 1) / kWarps;
   const size_t smem = static_cast<size_t>(M) * cols * sizeof(float);
-  cuda::launch_overlapped_clusters(router_prologue_kernel<M>, dim3(blocks), dim3(kThreads), smem, s,
+  cuda::launch_overlapped_clusters(router_prologue_kernel<M, kKind>, dim3(blocks), dim3(kThreads), smem, s,
                                    static_cast<unsigned>(blocks), w, rows, cols, norm, route, align);
   launches.fetch_add(1, std::memory_order_relaxed);
 }
@@ -116,7 +127,11 @@ void router_prologue(const float* w, int rows, int cols, int M, const NormInput&
   const NormInput n = checked_norm_input(&norm, "router_prologue");
   require(!n.combine.y && n.xn_bf16_out == route.x && route.hidden == cols,
           "router_prologue: the MoE must read the norm's bf16 rows");
-  with_rows<kF32GemvMaxM>(M, [&](auto m) { launch<decltype(m)::value>(w, rows, cols, n, route, align, s); });
+  with_rows<kF32GemvMaxM>(M, [&](auto m) {
+    cuda::with_router_kind(route.router.kind, [&](auto kind) {
+      launch<decltype(m)::value, decltype(kind)::value>(w, rows, cols, n, route, align, s);
+    });
+  });
 }
 
 }  // namespace moe::model::gpu
