@@ -79,6 +79,11 @@ int grouped_gemm_swap_max_tile();
 // slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
+// Whether the wgmma kernel runs each fp8 K step as two m64n64 halves, so that a warpgroup promotes the first
+// half while the second's wgmma run (the same bits): off unless
+// MOE_WGMMA_HALVES=1 (not yet measured); set_grouped_gemm_halves overrides it (expert_wgmma.cu).
+bool grouped_gemm_halves();
+void set_grouped_gemm_halves(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

@@ -151,11 +151,17 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
 // the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
 // threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
 // consumers need no proxy fence, and the A bytes bypass the load/store unit.
-template <bool kFp8, int kStage, bool kTmaA>
+//
+// kHalves (fp8): each K step's m64n128 product as two m64n64 halves issued together, so that the warpgroup
+// promotes the first half while the second's wgmma run. (Promoting step s - 1's second half under step s's
+// first made ptxas serialise every wgmma, C7514: it does not follow a wgmma group across the loop's back
+// edge.)
+template <bool kFp8, int kStage, bool kTmaA, bool kHalves>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
+  static_assert(kFp8 || !kHalves, "halves for fp8's promotion only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
   if (static_cast<int>(blockIdx.x) >= runs) return;
@@ -230,7 +236,45 @@ __global__ void __launch_bounds__(kThreads, 1)
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-      for (int step = 0; step < a.steps; ++step, ++ring) {
+      // A slot's row scales (the tile's 128) and column scales (its 128 weight rows' block scales, per
+      // column).
+      const auto scales_of = [&](int slot) {
+        return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+      };
+      if constexpr (kHalves) {
+        // Each step's two halves issued back to back; the low half is promoted while the high half's wgmma
+        // run, then the high half. Each value gets the same partial and the same fmaf in the same step order
+        // as the m64n128 loop below: the same bits.
+        for (int step = 0; step < a.steps; ++step, ++ring) {
+          const int slot = ring % kStages, round = ring / kStages;
+          mbar_wait(&full[slot], round & 1);
+          if (!kTmaA) fence_proxy_async_shared();
+          const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+          const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
+          float lo[32], hi[32];
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n_32B<true, 64>(lo, wgmma_desc_sw128(a_base + 32 * ks),
+                                     wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+          wgmma_commit();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n_32B<true, 64>(hi, wgmma_desc_sw128(a_base + 32 * ks),
+                                     wgmma_desc_sw128(b_base + 64 * kTileRowBytes + 32 * ks), ks > 0);
+          wgmma_commit();
+          const float* sa = scales_of(slot);
+          wgmma_wait<1>();
+          wgmma_fence_operands(lo);
+          add_scaled_half<0>(acc, lo, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
+          wgmma_wait<0>();
+          wgmma_fence_operands(hi);
+          add_scaled_half<1>(acc, hi, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&empty[slot]);
+        }
+      }
+      for (int step = 0; !kHalves && step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages, round = ring / kStages;
         mbar_wait(&full[slot], round & 1);
         // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
@@ -247,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_commit();
           wgmma_wait<0>();
           wgmma_fence_operands(part);
-          const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+          const float* sa = scales_of(slot);
           const float* sb = sa + kMmaBM;
           add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
         } else {
@@ -295,15 +339,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 // 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
+// Off by default until measured: each fp8 K step as two software-pipelined m64n64 halves (kHalves).
+EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
 
-template <bool kFp8, int kStage, bool kTmaA>
+template <bool kFp8, int kStage, bool kTmaA, bool kHalves = false>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA>;
+  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -322,6 +368,14 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
 
 }  // namespace
 
+bool grouped_gemm_halves() {
+  return halves_switch.get();
+}
+
+void set_grouped_gemm_halves(bool on) {
+  halves_switch.set(on);
+}
+
 bool grouped_gemm_tma_a() {
   return tma_a_switch.get();
 }
@@ -333,6 +387,9 @@ void set_grouped_gemm_tma_a(bool on) {
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
   if (fp8 && grouped_gemm_tma_a())
     stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
+  else if (fp8 && grouped_gemm_halves())
+    stage == 1 ? launch<true, 1, false, true>(k, max_tiles, stream)
+               : launch<true, 2, false, true>(k, max_tiles, stream);
   else if (fp8)
     stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
   else
