@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 26, second call. The first call's ncu (H100, Qwen3-30B-A3B fp8 M=4096, per call): stage 1 447 us
+# Session 25, second call. The first call's ncu (H100, Qwen3-30B-A3B fp8 M=4096, per call): stage 1 447 us
 # (461 TFLOP/s), stage 2 293 us (352 TFLOP/s), combine 51, h's fp8_rows 37, route 19, align 14, tile list 4.
 # Stage 2 (K = 768: 6 K steps per 128x128 item) runs at three quarters of stage 1's rate: where do its
 # consumer warps stall (the epilogue's scattered stores, the promotion, an empty ring)? Then stage 1 the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 26, first call. Branch next/s26 (b831e95): main's kernels by default plus the grouped GEMM's fp8 K
+# Session 25 (this session; run as call1.sh), first call. Branch next/s26 (b831e95): main's kernels by default plus the grouped GEMM's fp8 K
 # steps as two m64n64 halves (MOE_WGMMA_HALVES=1, off; NOT RUN ON A GPU before this call). First its
 # same-bits rows and an A/B at M = 1024 and 4096, then the full gpu-check with its benchmarks at the branch's
 # defaults, which are main's kernels (owed since session 23: every kernel change since then ran on H100s
