@@ -6,7 +6,7 @@
 # same way, and h quantised in stage 1's epilogue (MOE_WGMMA_QUANT_H=1, runtime switch: it would remove the
 # 37 us fp8_rows launch) against off, alternated. Carry: .carry/s26-gpu.tar.xz (as the first call).
 set -uo pipefail
-export END=585
+export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s26-gpu.tar.xz /tmp/n
 record_gpu $R/gpu.txt
