@@ -308,36 +308,42 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
   // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
   // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its fp8 K steps
-  // in two pipelined halves (grouped_gemm_halves: the same bits).
+  // in two pipelined halves (grouped_gemm_halves) and with its consumers' item loads ahead
+  // (grouped_gemm_ahead): the same bits.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool halves = false;
+    bool halves = false, ahead = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
   std::map<std::pair<bool, bool>, std::vector<float>> fp32_y_out;
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
-             y_bf16_default = cuda::grouped_gemm_y_bf16(), halves_default = cuda::grouped_gemm_halves();
+             y_bf16_default = cuda::grouped_gemm_y_bf16(), halves_default = cuda::grouped_gemm_halves(),
+             ahead_default = cuda::grouped_gemm_ahead();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
-  for (const Kernel& kernel : {Kernel{"wgmma swapped", true, true, true, true, false},
-                               Kernel{"wgmma, A by TMA", true, false, true, true, false},
-                               Kernel{"wgmma, A by cp.async", true, false, false, true, false},
-                               Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
-                               Kernel{"wgmma, halves", true, false, false, false, false, true},
-                               Kernel{"wgmma, halves, h quantised", true, false, false, true, false, true},
-                               Kernel{"mma.sync", false, false, false, false, false},
-                               Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
-                               Kernel{"wgmma, y in bf16", true, false, false, false, true},
-                               Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
+  for (const Kernel& kernel :
+       {Kernel{"wgmma swapped", true, true, true, true, false},
+        Kernel{"wgmma, A by TMA", true, false, true, true, false},
+        Kernel{"wgmma, A by cp.async", true, false, false, true, false},
+        Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
+        Kernel{"wgmma, halves", true, false, false, false, false, true},
+        Kernel{"wgmma, halves, h quantised", true, false, false, true, false, true},
+        Kernel{"wgmma, ahead", true, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, false, true},
+        Kernel{"mma.sync", false, false, false, false, false},
+        Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
+        Kernel{"wgmma, y in bf16", true, false, false, false, true},
+        Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
     cuda::set_grouped_gemm_tma_a(kernel.tma_a);
     cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
     cuda::set_grouped_gemm_y_bf16(kernel.y_bf16);
     cuda::set_grouped_gemm_halves(kernel.halves);
+    cuda::set_grouped_gemm_ahead(kernel.ahead);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -379,6 +385,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);
   cuda::set_grouped_gemm_halves(halves_default);
+  cuda::set_grouped_gemm_ahead(ahead_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -84,6 +84,11 @@ void set_grouped_gemm_tma_a(bool on);
 // MOE_WGMMA_HALVES=1 (not yet measured); set_grouped_gemm_halves overrides it (expert_wgmma.cu).
 bool grouped_gemm_halves();
 void set_grouped_gemm_halves(bool on);
+// Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
+// rows' pair ids, an item ahead (the same bits): off unless MOE_WGMMA_AHEAD=1 (not yet measured);
+// set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
+bool grouped_gemm_ahead();
+void set_grouped_gemm_ahead(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

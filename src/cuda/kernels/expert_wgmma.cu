@@ -31,17 +31,24 @@ constexpr int slot_bytes() {
   return (mma_stage_bytes<kFp8>() + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 
-// A finished tile's outputs from a warpgroup's accumulators: this thread's rows row0 and row0 + 8, its
-// columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
+// The pair ids of this thread's two tile rows (row0 and row0 + 8) of the item from m0; -1 past the expert's
+// end.
+__device__ __forceinline__ void row_pairs(const MmaKernelArgs& a, int m0, int m_end, int row0,
+                                          int (&pairs)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) pairs[h] = m0 + row0 + 8 * h < m_end ? a.sorted_pairs[m0 + row0 + 8 * h] : -1;
+}
+
+// A finished tile's outputs from a warpgroup's accumulators: this thread's rows (their pair ids from
+// row_pairs), its columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
 template <int kStage>
-__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int row0,
+__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&pairs)[2],
                                            int tig, const float (&acc)[64]) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int p = m0 + row0 + 8 * h;
-    if (p >= m_end) continue;
-    const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
+    if (pairs[h] < 0) continue;
+    const size_t pair = static_cast<size_t>(pairs[h]);
     if (kStage == 1) {
       // Columns 32jj..32jj+15 are gate rows of outputs n0 + 16jj + (0..15), the next 16 their up rows.
 #pragma unroll
@@ -120,9 +127,14 @@ struct Cycles {
 #endif
 
 template <int kStage>
+__device__ __forceinline__ int column_block_start(int column_block) {
+  return column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN);
+}
+
+template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int column_block) {
   const int2 tile = a.tiles[tile_index];
-  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
+  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block_start<kStage>(column_block)};
 }
 
 // A block takes runs of work items: one row tile's column blocks [begin, end). A run is one column block,
@@ -193,11 +205,16 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
 // threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
 // consumers need no proxy fence, and the A bytes bypass the load/store unit.
 //
+// kAhead: each consumer thread loads the next work item's tile entry (at the item's start) and its expert's
+// end (after the first K step), and its output rows' pair ids at the item's start, so that the latency of
+// these dependent loads runs under the K steps instead of between items (the cycle accounting had the
+// epilogues and item set-ups at 32 % of stage 1's consumer time and 44 % of stage 2's, M=4096).
+//
 // kHalves (fp8): each K step's m64n128 product as two m64n64 halves issued together, so that the warpgroup
 // promotes the first half while the second's wgmma run. (Promoting step s - 1's second half under step s's
 // first made ptxas serialise every wgmma, C7514: it does not follow a wgmma group across the loop's back
 // edge.)
-template <bool kFp8, int kStage, bool kTmaA, bool kHalves>
+template <bool kFp8, int kStage, bool kTmaA, bool kHalves, bool kAhead>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
@@ -275,11 +292,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
   Cycles cycles;
   int ring = 0;
-  for (int r = blockIdx.x; r < runs; r += gridDim.x) {
-    const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
-    HBlock first{};  // stage 1 with h quantised: the group's first column block while the second runs
-    for (int cb = run.begin; cb < run.end; ++cb) {
-      const WorkItem w = work_item<kStage>(a, run.tile, cb);
+  // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
+  int r = blockIdx.x;
+  Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+  int cb = run.begin;
+  WorkItem w = work_item<kStage>(a, run.tile, cb);
+  HBlock first{};  // stage 1 with h quantised: the group's first column block while the second runs
+  for (;;) {
+    int next_r = r, next_cb = cb + 1;
+    Run next_run = run;
+    if (next_cb >= run.end) {
+      next_r += gridDim.x;
+      if (next_r < runs) next_run = run_of<kStage>(a, next_r, n_runs, n_blocks);
+      next_cb = next_run.begin;
+    }
+    const bool has_next = next_r < runs;
+    int2 next_tile = make_int2(0, 0);
+    int next_end = 0, pairs[2] = {-1, -1};
+    if (kAhead) {
+      if (has_next) next_tile = a.tiles[next_run.tile];
+      row_pairs(a, w.m0, w.m_end, row0, pairs);
+    }
+    {
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -319,6 +353,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           add_scaled_half<1>(acc, hi, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
           __syncwarp();
           if (lane == 0) mbar_arrive(&empty[slot]);
+          if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         }
       }
       for (int step = 0; !kHalves && step < a.steps; ++step, ++ring) {
@@ -358,31 +393,40 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
+        // The next item's expert end, now that its tile entry has had a K step to arrive.
+        if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
       }
       if (kFp8 && kStage == 1 && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
         if (cb + 1 < run.end) {
           first = b;
-          continue;
-        }
-        const bool two = run.end - run.begin == 2;
-        const int first_n0 = w.n0 - kStage1BlockOutputs;
+        } else {
+          const bool two = run.end - run.begin == 2;
+          const int first_n0 = w.n0 - kStage1BlockOutputs;
+          if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int p = w.m0 + row0 + 8 * h;
-          if (p >= w.m_end) continue;
-          const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
-          const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
-          if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
-          store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
-          if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
+          for (int h = 0; h < 2; ++h) {
+            if (pairs[h] < 0) continue;
+            const size_t pair = static_cast<size_t>(pairs[h]);
+            const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
+            if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
+            store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
+            if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
+          }
         }
       } else {
-        store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
+        if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
+        store_tile<kStage>(a, w.e, w.n0, pairs, tig, acc);
       }
       cycles.mark(kCyEpilogue);
     }
+    if (!has_next) break;
+    w = kAhead ? WorkItem{next_tile.x, next_tile.y, next_end, column_block_start<kStage>(next_cb)}
+               : work_item<kStage>(a, next_run.tile, next_cb);
+    r = next_r;
+    run = next_run;
+    cb = next_cb;
   }
   cycles.flush(kStage, 4 * cw + wq);
 #else
@@ -396,6 +440,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 // Off by default until measured: each fp8 K step as two software-pipelined m64n64 halves (kHalves).
 EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
+// Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
+EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", false);
 
 template <bool kFp8, int kStage, bool kTmaA, bool kHalves = false>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
@@ -404,7 +450,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves>;
+  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves, true>
+                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves, false>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -456,6 +503,14 @@ void grouped_gemm_cycles_report() {
   static const unsigned long long zeros[2][kCyBlocks][kCyWarps][kCyKinds] = {};
   MOE_CUDA_CHECK(cudaMemcpyToSymbol(g_wgmma_cycles, zeros, sizeof(zeros)));
 #endif
+}
+
+bool grouped_gemm_ahead() {
+  return ahead_switch.get();
+}
+
+void set_grouped_gemm_ahead(bool on) {
+  ahead_switch.set(on);
 }
 
 bool grouped_gemm_halves() {
