@@ -308,12 +308,12 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
   // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
   // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its fp8 K steps
-  // in two pipelined halves (grouped_gemm_halves) and with its consumers' item loads ahead
-  // (grouped_gemm_ahead): the same bits.
+  // in two pipelined halves (grouped_gemm_halves), with its consumers' item loads ahead (grouped_gemm_ahead)
+  // and with h by sorted position for a one-box A in stage 2 (grouped_gemm_h_by_position): the same bits.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool halves = false, ahead = false;
+    bool halves = false, ahead = false, h_by_position = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -321,7 +321,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
              y_bf16_default = cuda::grouped_gemm_y_bf16(), halves_default = cuda::grouped_gemm_halves(),
-             ahead_default = cuda::grouped_gemm_ahead();
+             ahead_default = cuda::grouped_gemm_ahead(),
+             h_by_position_default = cuda::grouped_gemm_h_by_position();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -333,6 +334,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, halves, h quantised", true, false, false, true, false, true},
         Kernel{"wgmma, ahead", true, false, false, false, false, false, true},
         Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, false, true},
+        Kernel{"wgmma, h by position", true, false, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h by position", true, false, false, false, false, false, true, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -344,6 +347,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_y_bf16(kernel.y_bf16);
     cuda::set_grouped_gemm_halves(kernel.halves);
     cuda::set_grouped_gemm_ahead(kernel.ahead);
+    cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -386,6 +390,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);
   cuda::set_grouped_gemm_halves(halves_default);
   cuda::set_grouped_gemm_ahead(ahead_default);
+  cuda::set_grouped_gemm_h_by_position(h_by_position_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -89,6 +89,12 @@ void set_grouped_gemm_halves(bool on);
 // set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
 bool grouped_gemm_ahead();
 void set_grouped_gemm_ahead(bool on);
+// Whether the fp8 grouped GEMM on the wgmma kernel (128-pair tiles, h quantised by fp8_rows, every pair on
+// this rank) writes h by sorted position, so that stage 2's copier brings each step's A tile as one
+// tensor-map box instead of 128 cp.async rows (the same bits): off unless MOE_WGMMA_H_BY_POSITION=1 (not yet
+// measured); set_grouped_gemm_h_by_position overrides it (expert_wgmma.cu).
+bool grouped_gemm_h_by_position();
+void set_grouped_gemm_h_by_position(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

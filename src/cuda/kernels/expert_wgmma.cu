@@ -200,10 +200,14 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
     }
 }
 
-// kTmaA (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a gather:
-// the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
-// threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
-// consumers need no proxy fence, and the A bytes bypass the load/store unit.
+// How the copier brings A's rows (kTmaA): by its threads' cp.async; by the tensor memory accelerator, a box
+// per tile row; or (stage 2 with h by sorted position, a.a_div 0) one box of the tile's consecutive rows.
+constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
+
+// kTmaRows (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a
+// gather: the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the
+// copier threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy,
+// so the consumers need no proxy fence, and the A bytes bypass the load/store unit.
 //
 // kAhead: each consumer thread loads the next work item's tile entry (at the item's start) and its expert's
 // end (after the first K step), and its output rows' pair ids at the item's start, so that the latency of
@@ -214,7 +218,7 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
 // promotes the first half while the second's wgmma run. (Promoting step s - 1's second half under step s's
 // first made ptxas serialise every wgmma, C7514: it does not follow a wgmma group across the loop's back
 // edge.)
-template <bool kFp8, int kStage, bool kTmaA, bool kHalves, bool kAhead>
+template <bool kFp8, int kStage, int kTmaA, bool kHalves, bool kAhead>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
@@ -244,10 +248,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // kTmaA: this lane's tile rows lane + 32 i; rows past the expert's pairs repeat its last pair's row
         // (read, multiplied, never stored).
         int a_row[4] = {0, 0, 0, 0};
-        if (kTmaA && tid < 32) {
+        if (kTmaA == kTmaRows && tid < 32) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            a_row[i] = a.sorted_pairs[min(w.m0 + tid + 32 * i, w.m_end - 1)] / a.a_div;
+          for (int i = 0; i < 4; ++i) a_row[i] = a_row_of(a, min(w.m0 + tid + 32 * i, w.m_end - 1));
         }
         // fp8: the B tile's first weight row in the tensor map (rows past the expert's outputs are read but
         // their columns are never stored; past the tensor's end they are zeros).
@@ -259,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           cycles.mark(kCyWait);
           cycles.step();
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
-          if (kTmaA && tid < 32) {
+          if (kTmaA == kTmaRows && tid < 32) {
             // The expected bytes are registered before any of this step's boxes can land.
             if (tid == 0) mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
             __syncwarp();
@@ -270,7 +273,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           if (kFp8 && tid == 0) {
             const uint32_t b_dst = smem0 + slot * kSlot + kMmaTileBytes;
-            if (!kTmaA) mbar_expect_tx(&full[slot], kMmaTileBytes);
+            if (kTmaA == kTmaNone) mbar_expect_tx(&full[slot], kMmaTileBytes);
+            if (kTmaA == kTmaTile) {
+              // A's rows are h's at the tile's sorted positions, consecutive: one box (rows past the
+              // expert's are the next expert's, or zeros past the call's pairs: read, never stored).
+              mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
+              tma_box_to_shared(smem0 + slot * kSlot, &a_map, kc, w.m0, &full[slot]);
+            }
             if (kStage == 1) {
               // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
               tma_gate_up_tile<16, 4, kTileRowBytes>(b_dst, &b_map, kc, b_row, P, &full[slot]);
@@ -278,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
             }
           }
-          loader.load(a, smem0 + slot * kSlot, step, !kTmaA);
+          loader.load(a, smem0 + slot * kSlot, step, kTmaA == kTmaNone);
           cp_async_mbar_arrive(&full[slot]);
         }
       }
@@ -329,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int step = 0; step < a.steps; ++step, ++ring) {
           const int slot = ring % kStages, round = ring / kStages;
           mbar_wait(&full[slot], round & 1);
-          if (!kTmaA) fence_proxy_async_shared();
+          if (kTmaA == kTmaNone) fence_proxy_async_shared();
           const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
           const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
           float lo[32], hi[32];
@@ -363,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         cycles.mark(kCyWait);
         cycles.step();
         // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
-        if (!kTmaA) fence_proxy_async_shared();
+        if (kTmaA == kTmaNone) fence_proxy_async_shared();
         const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
         const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
         if constexpr (kFp8) {
@@ -417,6 +426,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       } else {
         if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
+        if (kStage == 1 && a.h_by_position) {
+          // h's rows by sorted position: stage 2 then reads each tile's rows as one box.
+#pragma unroll
+          for (int h = 0; h < 2; ++h) pairs[h] = pairs[h] >= 0 ? w.m0 + row0 + 8 * h : -1;
+        }
         store_tile<kStage>(a, w.e, w.n0, pairs, tig, acc);
       }
       cycles.mark(kCyEpilogue);
@@ -440,10 +454,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 // Off by default until measured: each fp8 K step as two software-pipelined m64n64 halves (kHalves).
 EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
+// Off by default until measured: h written by sorted position for a one-box A in stage 2 (run_stages).
+EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", false);
 // Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", false);
 
-template <bool kFp8, int kStage, bool kTmaA, bool kHalves = false>
+template <bool kFp8, int kStage, int kTmaA, bool kHalves = false>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
@@ -462,7 +478,10 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
       kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
            : CUtensorMap{};
   // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
-  const CUtensorMap a_map = kTmaA ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1) : CUtensorMap{};
+  // kTmaTile: the tile's 128 rows per box (A rows by sorted position, consecutive).
+  const CUtensorMap a_map = kTmaA == kTmaRows   ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1)
+                            : kTmaA == kTmaTile ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, kMmaBM)
+                                                : CUtensorMap{};
   kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, n_runs, b_map,
                                                                                  a_map);
   MOE_CUDA_CHECK_LAUNCH();
@@ -505,6 +524,14 @@ void grouped_gemm_cycles_report() {
 #endif
 }
 
+bool grouped_gemm_h_by_position() {
+  return h_by_position_switch.get();
+}
+
+void set_grouped_gemm_h_by_position(bool on) {
+  h_by_position_switch.set(on);
+}
+
 bool grouped_gemm_ahead() {
   return ahead_switch.get();
 }
@@ -530,16 +557,21 @@ void set_grouped_gemm_tma_a(bool on) {
 }
 
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
-  if (fp8 && grouped_gemm_tma_a())
-    stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
+  // Stage 2 with h by sorted position (run_stages sets a_div 0 only for fp8 on this kernel): one box a step.
+  if (fp8 && stage == 2 && k.a_div == 0)
+    launch<true, 2, kTmaTile>(k, max_tiles, stream);
+  else if (fp8 && grouped_gemm_tma_a())
+    stage == 1 ? launch<true, 1, kTmaRows>(k, max_tiles, stream)
+               : launch<true, 2, kTmaRows>(k, max_tiles, stream);
   else if (fp8 && grouped_gemm_halves())
-    stage == 1 ? launch<true, 1, false, true>(k, max_tiles, stream)
-               : launch<true, 2, false, true>(k, max_tiles, stream);
+    stage == 1 ? launch<true, 1, kTmaNone, true>(k, max_tiles, stream)
+               : launch<true, 2, kTmaNone, true>(k, max_tiles, stream);
   else if (fp8)
-    stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
+    stage == 1 ? launch<true, 1, kTmaNone>(k, max_tiles, stream)
+               : launch<true, 2, kTmaNone>(k, max_tiles, stream);
   else
-    stage == 1 ? launch<false, 1, false>(k, max_tiles, stream)
-               : launch<false, 2, false>(k, max_tiles, stream);
+    stage == 1 ? launch<false, 1, kTmaNone>(k, max_tiles, stream)
+               : launch<false, 2, kTmaNone>(k, max_tiles, stream);
 }
 
 }  // namespace moe::cuda
