@@ -309,11 +309,12 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
   // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its fp8 K steps
   // in two pipelined halves (grouped_gemm_halves), with its consumers' item loads ahead (grouped_gemm_ahead)
-  // and with h by sorted position for a one-box A in stage 2 (grouped_gemm_h_by_position): the same bits.
+  // with h by sorted position for a one-box A in stage 2 (grouped_gemm_h_by_position) and with one column
+  // scale per kind of column in its promotion (grouped_gemm_uniform_scales): the same bits.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool halves = false, ahead = false, h_by_position = false;
+    bool halves = false, ahead = false, h_by_position = false, uniform_scales = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -322,7 +323,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
              y_bf16_default = cuda::grouped_gemm_y_bf16(), halves_default = cuda::grouped_gemm_halves(),
              ahead_default = cuda::grouped_gemm_ahead(),
-             h_by_position_default = cuda::grouped_gemm_h_by_position();
+             h_by_position_default = cuda::grouped_gemm_h_by_position(),
+             uniform_scales_default = cuda::grouped_gemm_uniform_scales();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -336,6 +338,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, false, true},
         Kernel{"wgmma, h by position", true, false, false, false, false, false, false, true},
         Kernel{"wgmma, ahead, h by position", true, false, false, false, false, false, true, true},
+        Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, false, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -348,6 +351,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_halves(kernel.halves);
     cuda::set_grouped_gemm_ahead(kernel.ahead);
     cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
+    cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -391,6 +395,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_halves(halves_default);
   cuda::set_grouped_gemm_ahead(ahead_default);
   cuda::set_grouped_gemm_h_by_position(h_by_position_default);
+  cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -192,6 +192,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     // all of them written by stage 1 only when every pair is this rank's).
     k.h_by_position = pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_h_by_position() &&
                       !k.h_codes && !grouped_gemm_tma_a() && g.pairs_all_local;
+    k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;
@@ -204,6 +205,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.k = P;
   k.a_div = k.h_by_position ? 0 : 1;
   k.h_by_position = 0;
+  k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
     const int pairs_bound = tokens * g.g.pair_div;

@@ -95,6 +95,12 @@ void set_grouped_gemm_ahead(bool on);
 // measured); set_grouped_gemm_h_by_position overrides it (expert_wgmma.cu).
 bool grouped_gemm_h_by_position();
 void set_grouped_gemm_h_by_position(bool on);
+// Whether the fp8 wgmma kernel's promotion takes one column scale per kind of column where the tile's columns
+// share their scale blocks (stage 2; stage 1 at a phase that is a multiple of 64) instead of one per column
+// (the same bits): off unless MOE_WGMMA_UNIFORM_SCALES=1 (not yet measured); set_grouped_gemm_uniform_scales
+// overrides it (expert_wgmma.cu).
+bool grouped_gemm_uniform_scales();
+void set_grouped_gemm_uniform_scales(bool on);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

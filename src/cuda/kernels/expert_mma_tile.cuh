@@ -51,6 +51,10 @@ struct MmaKernelArgs {
   // Stage 1 writes h's row of sorted position p at row p, not at its pair's row (grouped_gemm_h_by_position):
   // stage 2's tile rows are then consecutive rows of A (a_div 0), one tensor-map box a step.
   int h_by_position;
+  // fp8 on the wgmma kernel: the tile's column scales take one value per kind of column (stage 2; stage 1
+  // when the rank's phase is a multiple of 64), so the promotion reads one or two
+  // (add_scaled_partial_uniform).
+  int uniform_col_scales;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

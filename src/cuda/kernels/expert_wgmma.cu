@@ -388,7 +388,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           cycles.mark(kCyMma);
           const float* sa = scales_of(slot);
           const float* sb = sa + kMmaBM;
-          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
+          if (a.uniform_col_scales)
+            add_scaled_partial_uniform<kStage>(acc, part, sa[row0], sa[row0 + 8], sb);
+          else
+            add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
         } else {
           wgmma_fence();
 #pragma unroll
@@ -456,6 +459,8 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
 // Off by default until measured: h written by sorted position for a one-box A in stage 2 (run_stages).
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", false);
+// Off by default until measured: the promotion with one column scale per kind of column (run_stages).
+EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", false);
 // Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", false);
 
@@ -530,6 +535,14 @@ bool grouped_gemm_h_by_position() {
 
 void set_grouped_gemm_h_by_position(bool on) {
   h_by_position_switch.set(on);
+}
+
+bool grouped_gemm_uniform_scales() {
+  return uniform_scales_switch.get();
+}
+
+void set_grouped_gemm_uniform_scales(bool on) {
+  uniform_scales_switch.set(on);
 }
 
 bool grouped_gemm_ahead() {
