@@ -1,42 +1,44 @@
 #!/usr/bin/env bash
-# Session 26, first call. Branch next/s26 (e6d9728), two grouped-GEMM changes off by default, both NOT RUN ON A
-# GPU before this call (session 25's device time ran out):
+# Session 26, first call. Branch next/s26 (8b84c43), three grouped-GEMM changes off by default, all NOT RUN ON
+# A GPU before this call (session 25's device time ran out):
 #  - MOE_WGMMA_AHEAD=1: the consumers load the next item's tile entry and expert end, and their rows' pair ids,
 #    an item ahead (the cycle accounting had epilogues and item set-ups at 32-44 % of consumer time, M=4096);
 #  - MOE_WGMMA_H_BY_POSITION=1: stage 1 writes h by sorted position, so stage 2's copier brings each step's A
-#    tile as one tensor-map box instead of 128 cp.async rows (its issuing took 1563 cycles a step).
+#    tile as one tensor-map box instead of 128 cp.async rows (its issuing took 1563 cycles a step);
+#  - MOE_WGMMA_UNIFORM_SCALES=1: the promotion takes one column scale per kind of column (4 multiplies and 2
+#    shared loads a step instead of 64 and 16; the promotion took ~500 cycles a step).
 # The branch's default path is not main's either (the consumer loop walks items with a cursor; store_tile takes
 # the pair ids): its rows in GroupedGemmOnWgmmaAndMmaSync check all of it, then gpu-check must pass at the
 # branch before anything lands. MOE_WGMMA_HALVES on the branch measured slower (drop it when landing).
-# Carry: .carry/s25c-gpu.tar.xz (scripts/pack-gpu-carry build at e6d9728) and .carry/cycles25c.tar.xz
+# Carry: .carry/s25d-gpu.tar.xz (scripts/pack-gpu-carry build at 8b84c43) and .carry/cycles25d.tar.xz
 # (bin/moe, the same build with expert_wgmma.cu compiled with -DMOE_WGMMA_CYCLES and relinked).
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s25c-gpu.tar.xz /tmp/n
-mkdir -p /tmp/c && tar -C /tmp/c -xJf .carry/cycles25c.tar.xz
+unpack_carry .carry/s25d-gpu.tar.xz /tmp/n
+mkdir -p /tmp/c && tar -C /tmp/c -xJf .carry/cycles25d.tar.xz
 record_gpu $R/gpu.txt
 timeout 120 /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/rows-tests.log 2>&1
 echo "grouped GEMM rows rc $? t=$(el)"
-grep -E "^\[  (FAILED|PASSED)|Failure|(ahead|position).*M=400 " $R/rows-tests.log | head -16
+grep -E "^\[  (FAILED|PASSED)|Failure|(ahead|position|uniform).*M=400 " $R/rows-tests.log | head -16
 pack
 for round in 1 2; do
-  for v in "0 0" "1 0" "0 1" "1 1"; do
-    read -r ah pos <<<"$v"
-    MOE_WGMMA_AHEAD=$ah MOE_WGMMA_H_BY_POSITION=$pos timeout 40 /tmp/n/bin/moe bench \
+  for v in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 1"; do
+    read -r ah pos uni <<<"$v"
+    MOE_WGMMA_AHEAD=$ah MOE_WGMMA_H_BY_POSITION=$pos MOE_WGMMA_UNIFORM_SCALES=$uni timeout 40 /tmp/n/bin/moe bench \
       --shapes qwen3-30b-a3b,deepseek-v3-tp8,qwen3-235b-a22b-tp8 --formats fp8_block --M 1024,4096 2>&1 |
-      grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s/^/round=$round ahead=$ah by_position=$pos /"
+      grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s/^/round=$round ahead=$ah by_position=$pos uniform=$uni /"
   done
 done > $R/ab.log
 cat $R/ab.log
 echo "t=$(el)"
 pack
-for v in "0 0" "1 0" "0 1" "1 1"; do
-  read -r ah pos <<<"$v"
-  MOE_WGMMA_AHEAD=$ah MOE_WGMMA_H_BY_POSITION=$pos timeout 30 /tmp/c/bin/moe bench --shapes qwen3-30b-a3b \
-    --formats fp8_block --M 4096 > "$R/cycles-ahead$ah-pos$pos.log" 2>&1
-  echo "cycles ahead=$ah by_position=$pos rc $? t=$(el)"
-  grep -E "^qwen|stage [12]" "$R/cycles-ahead$ah-pos$pos.log" | cut -c1-300
+for v in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 1"; do
+  read -r ah pos uni <<<"$v"
+  MOE_WGMMA_AHEAD=$ah MOE_WGMMA_H_BY_POSITION=$pos MOE_WGMMA_UNIFORM_SCALES=$uni timeout 30 /tmp/c/bin/moe bench \
+    --shapes qwen3-30b-a3b --formats fp8_block --M 4096 > "$R/cycles-$ah$pos$uni.log" 2>&1
+  echo "cycles ahead=$ah by_position=$pos uniform=$uni rc $? t=$(el)"
+  grep -E "^qwen|stage [12]" "$R/cycles-$ah$pos$uni.log" | cut -c1-300
 done
 pack
 echo "done t=$(el)"
