@@ -101,6 +101,9 @@ void set_grouped_gemm_h_by_position(bool on);
 // overrides it (expert_wgmma.cu).
 bool grouped_gemm_uniform_scales();
 void set_grouped_gemm_uniform_scales(bool on);
+// Cycles the wgmma kernel's second consumer warpgroup waits at its start (MOE_WGMMA_SKEW, read once; 0 by
+// default): a measurement of whether the two warpgroups stay apart once put apart.
+int grouped_gemm_skew_cycles();
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

@@ -299,6 +299,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
+  if (cw == 1 && a.skew_cycles > 0) {
+    // Warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW), so that one's promotion can run
+    // under the other's wgmma instead of both promoting at once (a measurement: whether the offset holds).
+    const long long until = clock64() + a.skew_cycles;
+    while (clock64() < until) {
+    }
+  }
   Cycles cycles;
   int ring = 0;
   // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
@@ -459,6 +466,8 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
 // Off by default until measured: h written by sorted position for a one-box A in stage 2 (run_stages).
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", false);
+// 0 (no skew) by default: a measurement (grouped_gemm_skew_cycles).
+EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
 // Off by default until measured: the promotion with one column scale per kind of column (run_stages).
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", false);
 // Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
@@ -535,6 +544,10 @@ bool grouped_gemm_h_by_position() {
 
 void set_grouped_gemm_h_by_position(bool on) {
   h_by_position_switch.set(on);
+}
+
+int grouped_gemm_skew_cycles() {
+  return skew_count.get();
 }
 
 bool grouped_gemm_uniform_scales() {
