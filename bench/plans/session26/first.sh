@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# Session 26, first call. Branch next/s26 (8b84c43), three grouped-GEMM changes off by default, all NOT RUN ON
-# A GPU before this call (session 25's device time ran out):
+# Session 26, first call. Branch next/s26 (1d0fbf3), three grouped-GEMM changes off by default and one
+# measuring knob, all NOT RUN ON A GPU before this call (session 25's device time ran out):
 #  - MOE_WGMMA_AHEAD=1: the consumers load the next item's tile entry and expert end, and their rows' pair ids,
 #    an item ahead (the cycle accounting had epilogues and item set-ups at 32-44 % of consumer time, M=4096);
 #  - MOE_WGMMA_H_BY_POSITION=1: stage 1 writes h by sorted position, so stage 2's copier brings each step's A
 #    tile as one tensor-map box instead of 128 cp.async rows (its issuing took 1563 cycles a step);
 #  - MOE_WGMMA_UNIFORM_SCALES=1: the promotion takes one column scale per kind of column (4 multiplies and 2
-#    shared loads a step instead of 64 and 16; the promotion took ~500 cycles a step).
+#    shared loads a step instead of 64 and 16; the promotion took ~500 cycles a step);
+#  - MOE_WGMMA_SKEW=N: the second consumer warpgroup starts N cycles late: do the two stay apart (their
+#    promotions then under each other's wgmma), and is it faster?
 # The branch's default path is not main's either (the consumer loop walks items with a cursor; store_tile takes
 # the pair ids): its rows in GroupedGemmOnWgmmaAndMmaSync check all of it, then gpu-check must pass at the
 # branch before anything lands. MOE_WGMMA_HALVES on the branch measured slower (drop it when landing).
-# Carry: .carry/s25d-gpu.tar.xz (scripts/pack-gpu-carry build at 8b84c43) and .carry/cycles25d.tar.xz
+# Carry: .carry/s25e-gpu.tar.xz (scripts/pack-gpu-carry build at 1d0fbf3) and .carry/cycles25e.tar.xz
 # (bin/moe, the same build with expert_wgmma.cu compiled with -DMOE_WGMMA_CYCLES and relinked).
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s25d-gpu.tar.xz /tmp/n
-mkdir -p /tmp/c && tar -C /tmp/c -xJf .carry/cycles25d.tar.xz
+unpack_carry .carry/s25e-gpu.tar.xz /tmp/n
+mkdir -p /tmp/c && tar -C /tmp/c -xJf .carry/cycles25e.tar.xz
 record_gpu $R/gpu.txt
 timeout 120 /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/rows-tests.log 2>&1
 echo "grouped GEMM rows rc $? t=$(el)"
@@ -39,6 +41,13 @@ for v in "0 0 0" "1 0 0" "0 1 0" "0 0 1" "1 1 1"; do
     --shapes qwen3-30b-a3b --formats fp8_block --M 4096 > "$R/cycles-$ah$pos$uni.log" 2>&1
   echo "cycles ahead=$ah by_position=$pos uniform=$uni rc $? t=$(el)"
   grep -E "^qwen|stage [12]" "$R/cycles-$ah$pos$uni.log" | cut -c1-300
+done
+pack
+for skew in 0 300 700 0 300 700; do
+  MOE_WGMMA_SKEW=$skew timeout 30 /tmp/c/bin/moe bench --shapes qwen3-30b-a3b --formats fp8_block --M 4096 \
+    > "$R/cycles-skew$skew.log" 2>&1
+  echo "cycles skew=$skew rc $? t=$(el)"
+  grep -E "^qwen|stage [12] consumers" "$R/cycles-skew$skew.log" | cut -c1-300
 done
 pack
 echo "done t=$(el)"
