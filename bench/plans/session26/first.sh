@@ -12,7 +12,8 @@
 # The branch's default path is not main's either (the consumer loop walks items with a cursor; store_tile takes
 # the pair ids): its rows in GroupedGemmOnWgmmaAndMmaSync check all of it, then gpu-check must pass at the
 # branch before anything lands. So that one call does both (device starts are scarce), the call runs gpu-check
-# right after the A/B, with the fastest combination on; the cycle accounting and the skew take what is left. MOE_WGMMA_HALVES on the branch measured slower (drop it when landing).
+# right after the A/B, with the fastest combination on; the cycle accounting and the skew take what is left.
+# MOE_WGMMA_HALVES on the branch measured slower (drop it when landing).
 # Carry: .carry/s25e-gpu.tar.xz (scripts/pack-gpu-carry build at 1d0fbf3) and .carry/cycles25e.tar.xz
 # (bin/moe, the same build with expert_wgmma.cu compiled with -DMOE_WGMMA_CYCLES and relinked).
 set -uo pipefail
@@ -63,12 +64,16 @@ for v in 000 "$best" 111 100 010 001; do
   grep -E "^qwen|stage [12]" "$R/cycles-$ah$pos$uni.log" | cut -c1-300
   pack
 done
-for skew in 0 300 700 0 300 700; do
+# Skews up to ~3 K steps (a step ~1800 cycles): an item's epilogue (~9000 cycles in stage 1) under the other
+# warpgroup's last steps needs more than a fraction of a step.
+i=0
+for skew in 0 2500 700 5000 0 2500 5000; do
   [ "$(el)" -gt $((END - 25)) ] && break
+  i=$((i + 1))
   MOE_WGMMA_SKEW=$skew timeout 20 /tmp/c/bin/moe bench --shapes qwen3-30b-a3b --formats fp8_block --M 4096 \
-    > "$R/cycles-skew$skew.log" 2>&1
+    > "$R/cycles-skew$skew-$i.log" 2>&1
   echo "cycles skew=$skew rc $? t=$(el)"
-  grep -E "^qwen|stage [12] consumers" "$R/cycles-skew$skew.log" | cut -c1-300
+  grep -E "^qwen|stage [12] consumers" "$R/cycles-skew$skew-$i.log" | cut -c1-300
   pack
 done
 echo "done t=$(el)"
