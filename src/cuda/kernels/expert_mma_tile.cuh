@@ -58,6 +58,8 @@ struct MmaKernelArgs {
   // The wgmma kernel's consumer warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW; 0:
   // together).
   int skew_cycles;
+  // ... or starts once warpgroup 0 has released this many K steps (MOE_WGMMA_SKEW_STEPS; 0: together).
+  int skew_steps;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

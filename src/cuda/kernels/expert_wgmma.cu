@@ -318,6 +318,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     while (clock64() < until) {
     }
   }
+  // Warpgroup 1 starts once warpgroup 0 has released a.skew_steps K steps (named barrier 1: warpgroup 0's
+  // threads arrive, warpgroup 1's wait; fewer than kStages steps, which the copier fills without warpgroup
+  // 1's releases).
+  constexpr int kSkewBarrier = 1;
+  if (cw == 1 && a.skew_steps > 0) named_barrier_sync(kSkewBarrier, 256);
   Cycles cycles;
   int ring = 0;
   // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
@@ -381,6 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           add_scaled_half<1>(acc, hi, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
           __syncwarp();
           if (lane == 0) mbar_arrive(&empty[slot]);
+          if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
           if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         }
       }
@@ -424,6 +430,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
+        if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
         // The next item's expert end, now that its tile entry has had a K step to arrive.
         if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
@@ -464,6 +471,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     run = next_run;
     cb = next_cb;
   }
+  // Warpgroup 0 had fewer steps than the skew: warpgroup 1 still waits on its arrival.
+  if (cw == 0 && a.skew_steps > 0 && ring < a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
   cycles.flush(kStage, 4 * cw + wq);
 #else
   __trap();
@@ -480,6 +489,8 @@ EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", false);
 // 0 (no skew) by default: a measurement (grouped_gemm_skew_cycles).
 EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
+// 0 (no skew) by default: a measurement (grouped_gemm_skew_steps); under kStages.
+EnvCount skew_steps_count("MOE_WGMMA_SKEW_STEPS", 0, 0, kStages - 1);
 // Off by default until measured: the promotion with one column scale per kind of column (run_stages).
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", false);
 // Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
@@ -562,6 +573,14 @@ void set_grouped_gemm_h_by_position(bool on) {
 
 int grouped_gemm_skew_cycles() {
   return skew_count.get();
+}
+
+int grouped_gemm_skew_steps() {
+  return skew_steps_count.get();
+}
+
+void set_grouped_gemm_skew_steps(int steps) {
+  skew_steps_count.set(steps);
 }
 
 bool grouped_gemm_uniform_scales() {
