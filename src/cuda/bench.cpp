@@ -17,6 +17,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/event_timing.h"
 #include "cuda/kernels/expert_fused.h"
+#include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/moe_layer.h"
 #include "cuda/random_fill.h"
@@ -181,6 +182,7 @@ int run_moe_bench(const BenchOptions& o) {
   }
   if (std::getenv("MOE_FUSED_TIMELINE")) fused_timeline_report();
   swap_ab_timeline_report();
+  grouped_gemm_cycles_report();
   return 0;
 }
 

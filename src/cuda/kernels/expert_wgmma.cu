@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
@@ -77,6 +78,46 @@ constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208
 struct WorkItem {
   int e, m0, m_end, n0;
 };
+
+// Cycle accounting, compiled in only by a measuring build (scripts/build-measuring MOE_WGMMA_CYCLES): lane 0
+// of each consumer warp and of the copier's first warp adds, per launch, the SM clock cycles it spent in each
+// part of its loop to g_wgmma_cycles (summed over launches; grouped_gemm_cycles_report prints and clears it).
+// For finding what keeps the tensor cores idle (ncu: ~29 % busy at M=4096) without changing the kernel's
+// instructions in the normal build.
+enum CycleKind : int { kCyTotal, kCyWait, kCyMma, kCyPromote, kCyEpilogue, kCySteps, kCyKinds };
+#ifdef MOE_WGMMA_CYCLES
+constexpr int kCyBlocks = 160, kCyWarps = 9;  // 8 consumer warps, then the copier's first warp
+__device__ unsigned long long g_wgmma_cycles[2][kCyBlocks][kCyWarps][kCyKinds];
+__device__ __forceinline__ long long sm_clock() {
+#ifdef __CUDA_ARCH__
+  return clock64();
+#else
+  return 0;
+#endif
+}
+struct Cycles {
+  unsigned long long v[kCyKinds] = {};
+  long long t0, t;
+  __device__ Cycles() : t0(sm_clock()), t(t0) {}
+  __device__ void mark(int kind) {
+    const long long now = sm_clock();
+    v[kind] += static_cast<unsigned long long>(now - t);
+    t = now;
+  }
+  __device__ void step() { ++v[kCySteps]; }
+  __device__ void flush(int stage, int warp) {
+    v[kCyTotal] = static_cast<unsigned long long>(sm_clock() - t0);
+    if (threadIdx.x % 32 != 0 || blockIdx.x >= kCyBlocks) return;
+    for (int k = 0; k < kCyKinds; ++k) g_wgmma_cycles[stage - 1][blockIdx.x][warp][k] += v[k];
+  }
+};
+#else
+struct Cycles {
+  __device__ void mark(int) {}
+  __device__ void step() {}
+  __device__ void flush(int, int) {}
+};
+#endif
 
 template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int column_block) {
@@ -169,6 +210,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
+    Cycles cycles;
     int ring = 0;  // the block's K steps so far: slot ring % kStages, its round ring / kStages
     const int P = a.w.inter, H = a.w.hidden;
     for (int r = blockIdx.x; r < runs; r += gridDim.x) {
@@ -189,7 +231,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
         for (int step = 0; step < a.steps; ++step, ++ring) {
           const int slot = ring % kStages, round = ring / kStages;
+          cycles.mark(kCyMma);  // the copier's issue time
           if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+          cycles.mark(kCyWait);
+          cycles.step();
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
           if (kTmaA && tid < 32) {
             // The expected bytes are registered before any of this step's boxes can land.
@@ -216,11 +261,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
+    if (tid < 32) cycles.flush(kStage, 8);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
+  Cycles cycles;
   int ring = 0;
   for (int r = blockIdx.x; r < runs; r += gridDim.x) {
     const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
@@ -232,7 +279,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages, round = ring / kStages;
+        cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
         mbar_wait(&full[slot], round & 1);
+        cycles.mark(kCyWait);
+        cycles.step();
         // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
         if (!kTmaA) fence_proxy_async_shared();
         const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
@@ -247,6 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_commit();
           wgmma_wait<0>();
           wgmma_fence_operands(part);
+          cycles.mark(kCyMma);
           const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
           const float* sb = sa + kMmaBM;
           add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
@@ -259,9 +310,11 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_commit();
           wgmma_wait<0>();
           wgmma_fence_operands(acc);
+          cycles.mark(kCyMma);
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
+        cycles.mark(kCyPromote);
       }
       if (kFp8 && kStage == 1 && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
@@ -284,8 +337,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       } else {
         store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
       }
+      cycles.mark(kCyEpilogue);
     }
   }
+  cycles.flush(kStage, 4 * cw + wq);
 #else
   __trap();
 #endif
@@ -321,6 +376,41 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
 }
 
 }  // namespace
+
+void grouped_gemm_cycles_report() {
+#ifdef MOE_WGMMA_CYCLES
+  static unsigned long long c[2][kCyBlocks][kCyWarps][kCyKinds];
+  MOE_CUDA_CHECK(cudaDeviceSynchronize());
+  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_wgmma_cycles, sizeof(c)));
+  std::printf(
+      "grouped GEMM cycles (MOE_WGMMA_CYCLES; summed over launches and blocks, lane 0 of each warp)\n");
+  for (int stage = 0; stage < 2; ++stage) {
+    double sum[kCyWarps][kCyKinds] = {};
+    for (int b = 0; b < kCyBlocks; ++b)
+      for (int w = 0; w < kCyWarps; ++w)
+        for (int k = 0; k < kCyKinds; ++k) sum[w][k] += static_cast<double>(c[stage][b][w][k]);
+    double cons[kCyKinds] = {};
+    for (int w = 0; w < 8; ++w)
+      for (int k = 0; k < kCyKinds; ++k) cons[k] += sum[w][k];
+    if (cons[kCyTotal] == 0) continue;
+    const double steps = cons[kCySteps], total = cons[kCyTotal];
+    std::printf(
+        "  stage %d consumers: %.0f steps; per step %.0f cycles: wait for the slot %.0f, wgmma %.0f, "
+        "promotion and "
+        "release %.0f, epilogues and item set-up %.0f (%% of time: %.1f / %.1f / %.1f / %.1f)\n",
+        stage + 1, steps / 8, total / steps, cons[kCyWait] / steps, cons[kCyMma] / steps,
+        cons[kCyPromote] / steps, cons[kCyEpilogue] / steps, 100 * cons[kCyWait] / total,
+        100 * cons[kCyMma] / total, 100 * cons[kCyPromote] / total, 100 * cons[kCyEpilogue] / total);
+    const double* cp = sum[8];
+    if (cp[kCySteps] > 0)
+      std::printf("  stage %d copier: per step %.0f cycles: waiting for an empty slot %.0f, issuing %.0f\n",
+                  stage + 1, cp[kCyTotal] / cp[kCySteps], cp[kCyWait] / cp[kCySteps],
+                  cp[kCyMma] / cp[kCySteps]);
+  }
+  static const unsigned long long zeros[2][kCyBlocks][kCyWarps][kCyKinds] = {};
+  MOE_CUDA_CHECK(cudaMemcpyToSymbol(g_wgmma_cycles, zeros, sizeof(zeros)));
+#endif
+}
 
 bool grouped_gemm_tma_a() {
   return tma_a_switch.get();

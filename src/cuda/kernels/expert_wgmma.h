@@ -16,4 +16,9 @@ void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tile
 void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pair_tile, int max_tiles,
                             cudaStream_t stream);
 
+// A measuring build's (MOE_WGMMA_CYCLES) cycle accounting of the wgmma kernel since the last report, per
+// stage: where its consumer warps' and copier's cycles went (expert_wgmma.cu). Prints nothing in a normal
+// build.
+void grouped_gemm_cycles_report();
+
 }  // namespace moe::cuda

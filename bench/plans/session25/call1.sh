@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Session 26, first call: the full gpu-check of main with its benchmarks (owed since session 23: every kernel
-# change since then ran on H100s only; main's kernels are 9e0d993's, 044c06d changed scripts), then, with the
-# time left, ncu of the swapped wgmma stage at M=256 and of DeepSeek-V3's routed stage 1 at M=1 (past the
-# shared expert's launches), and every kernel's duration in a few M=4096 calls. Carry: .carry/main-9e0d993-gpu.tar.xz (scripts/pack-gpu-carry build at 9e0d993).
+# Session 25 (this session; run as call1.sh), first call. Branch next/s26 (b831e95): main's kernels by default plus the grouped GEMM's fp8 K
+# steps as two m64n64 halves (MOE_WGMMA_HALVES=1, off; NOT RUN ON A GPU before this call). First its
+# same-bits rows and an A/B at M = 1024 and 4096, then the full gpu-check with its benchmarks at the branch's
+# defaults, which are main's kernels (owed since session 23: every kernel change since then ran on H100s
+# only), then, with the time left, every kernel's duration in a few M=4096 calls (ncu) and ncu of the
+# swapped wgmma stage at M=256 and of DeepSeek-V3's stage 1 at M=1 (launch 8 and 9: the shared expert's and
+# the routed experts'). Carry: .carry/s26-gpu.tar.xz (scripts/pack-gpu-carry build at b831e95).
 set -uo pipefail
 export END=585
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/main-9e0d993-gpu.tar.xz /tmp/n
+unpack_carry .carry/s26-gpu.tar.xz /tmp/n
 record_gpu $R/gpu.txt
+timeout 120 /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/halves-tests.log 2>&1
+echo "grouped GEMM rows (halves) rc $? t=$(el)"
+grep -E "^\[  (FAILED|PASSED)|Failure|halves.*M=400 " $R/halves-tests.log | head -12
+pack
+for h in 0 1 0 1; do
+  MOE_WGMMA_HALVES=$h timeout 60 /tmp/n/bin/moe bench --shapes qwen3-30b-a3b,deepseek-v3-tp8 --formats fp8_block \
+    --M 1024,4096 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s/^/halves=$h /"
+done > $R/halves-ab.log
+cat $R/halves-ab.log
+echo "t=$(el)"
+pack
 quick_gpu_check /tmp/n/bin
 pack
 profile() {  # TAG KERNEL_REGEX LAUNCH_SKIP MOE_ARGS...
