@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
@@ -19,6 +20,7 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/stamp_buffer.h"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
@@ -84,7 +86,17 @@ struct WorkItem {
 // part of its loop to g_wgmma_cycles (summed over launches; grouped_gemm_cycles_report prints and clears it).
 // For finding what keeps the tensor cores idle (ncu: ~29 % busy at M=4096) without changing the kernel's
 // instructions in the normal build.
-enum CycleKind : int { kCyTotal, kCyWait, kCyMma, kCyPromote, kCyEpilogue, kCySteps, kCyKinds };
+// The copier's issuing time goes where the consumers' wgmma time does (kCyIssue).
+enum CycleKind : int {
+  kCyTotal,
+  kCyWait,
+  kCyMma,
+  kCyPromote,
+  kCyEpilogue,
+  kCySteps,
+  kCyKinds,
+  kCyIssue = kCyMma
+};
 #ifdef MOE_WGMMA_CYCLES
 constexpr int kCyBlocks = 160, kCyWarps = 9;  // 8 consumer warps, then the copier's first warp
 __device__ unsigned long long g_wgmma_cycles[2][kCyBlocks][kCyWarps][kCyKinds];
@@ -231,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
         for (int step = 0; step < a.steps; ++step, ++ring) {
           const int slot = ring % kStages, round = ring / kStages;
-          cycles.mark(kCyMma);  // the copier's issue time
+          cycles.mark(kCyIssue);
           if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
           cycles.mark(kCyWait);
           cycles.step();
@@ -379,9 +391,12 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
 
 void grouped_gemm_cycles_report() {
 #ifdef MOE_WGMMA_CYCLES
-  static unsigned long long c[2][kCyBlocks][kCyWarps][kCyKinds];
-  MOE_CUDA_CHECK(cudaDeviceSynchronize());
-  MOE_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_wgmma_cycles, sizeof(c)));
+  void* device = nullptr;
+  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_wgmma_cycles));
+  constexpr size_t kWords = sizeof(g_wgmma_cycles) / sizeof(unsigned long long);
+  const std::vector<unsigned long long> all =
+      fetch_stamps(static_cast<const unsigned long long*>(device), kWords);
+  const auto c = reinterpret_cast<const unsigned long long(*)[kCyBlocks][kCyWarps][kCyKinds]>(all.data());
   std::printf(
       "grouped GEMM cycles (MOE_WGMMA_CYCLES; summed over launches and blocks, lane 0 of each warp)\n");
   for (int stage = 0; stage < 2; ++stage) {
@@ -405,10 +420,9 @@ void grouped_gemm_cycles_report() {
     if (cp[kCySteps] > 0)
       std::printf("  stage %d copier: per step %.0f cycles: waiting for an empty slot %.0f, issuing %.0f\n",
                   stage + 1, cp[kCyTotal] / cp[kCySteps], cp[kCyWait] / cp[kCySteps],
-                  cp[kCyMma] / cp[kCySteps]);
+                  cp[kCyIssue] / cp[kCySteps]);
   }
-  static const unsigned long long zeros[2][kCyBlocks][kCyWarps][kCyKinds] = {};
-  MOE_CUDA_CHECK(cudaMemcpyToSymbol(g_wgmma_cycles, zeros, sizeof(zeros)));
+  MOE_CUDA_CHECK(cudaMemset(device, 0, sizeof(g_wgmma_cycles)));
 #endif
 }
 
