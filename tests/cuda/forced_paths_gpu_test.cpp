@@ -307,16 +307,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // The swapped wgmma kernel (few pairs per expert); the wgmma kernel with its fp8 A rows by TMA and by
   // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
   // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
-  // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its fp8 K steps
-  // in two pipelined halves (grouped_gemm_halves), with its consumers' item loads ahead (grouped_gemm_ahead)
-  // with h by sorted position for a one-box A in stage 2 (grouped_gemm_h_by_position) and with one column
-  // scale per kind of column in its promotion (grouped_gemm_uniform_scales), and with its second consumer
-  // warpgroup three K steps behind the first (grouped_gemm_skew_steps; M=1 and 5 have fewer steps than that):
-  // the same bits.
+  // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its consumers'
+  // item loads ahead (grouped_gemm_ahead), with h by sorted position for a one-box A in stage 2
+  // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
+  // (grouped_gemm_uniform_scales), with all three (the defaults), and with its second consumer warpgroup
+  // three K steps behind the first (grouped_gemm_skew_steps; M=1 and 5 have fewer steps than that): the same
+  // bits. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool halves = false, ahead = false, h_by_position = false, uniform_scales = false;
+    bool ahead = false, h_by_position = false, uniform_scales = false;
     int skew_steps = 0;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
@@ -324,8 +324,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   std::map<std::pair<bool, bool>, std::vector<float>> fp32_y_out;
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
-             y_bf16_default = cuda::grouped_gemm_y_bf16(), halves_default = cuda::grouped_gemm_halves(),
-             ahead_default = cuda::grouped_gemm_ahead(),
+             y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales();
   const int skew_steps_default = cuda::grouped_gemm_skew_steps();
@@ -336,14 +335,14 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
-        Kernel{"wgmma, halves", true, false, false, false, false, true},
-        Kernel{"wgmma, halves, h quantised", true, false, false, true, false, true},
-        Kernel{"wgmma, ahead", true, false, false, false, false, false, true},
-        Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, false, true},
-        Kernel{"wgmma, h by position", true, false, false, false, false, false, false, true},
-        Kernel{"wgmma, ahead, h by position", true, false, false, false, false, false, true, true},
-        Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, false, true},
-        Kernel{"wgmma, skewed 3 steps", true, false, false, false, false, false, false, false, false, 3},
+        Kernel{"wgmma, ahead", true, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, true},
+        Kernel{"wgmma, h by position", true, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h by position", true, false, false, false, false, true, true},
+        Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales", true, false, false, false, false, true, true,
+               true},
+        Kernel{"wgmma, skewed 3 steps", true, false, false, false, false, false, false, false, 3},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -353,7 +352,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_tma_a(kernel.tma_a);
     cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
     cuda::set_grouped_gemm_y_bf16(kernel.y_bf16);
-    cuda::set_grouped_gemm_halves(kernel.halves);
     cuda::set_grouped_gemm_ahead(kernel.ahead);
     cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
@@ -398,7 +396,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);
-  cuda::set_grouped_gemm_halves(halves_default);
   cuda::set_grouped_gemm_ahead(ahead_default);
   cuda::set_grouped_gemm_h_by_position(h_by_position_default);
   cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);

@@ -225,17 +225,11 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 // end (after the first K step), and its output rows' pair ids at the item's start, so that the latency of
 // these dependent loads runs under the K steps instead of between items (the cycle accounting had the
 // epilogues and item set-ups at 32 % of stage 1's consumer time and 44 % of stage 2's, M=4096).
-//
-// kHalves (fp8): each K step's m64n128 product as two m64n64 halves issued together, so that the warpgroup
-// promotes the first half while the second's wgmma run. (Promoting step s - 1's second half under step s's
-// first made ptxas serialise every wgmma, C7514: it does not follow a wgmma group across the loop's back
-// edge.)
-template <bool kFp8, int kStage, int kTmaA, bool kHalves, bool kAhead>
+template <bool kFp8, int kStage, int kTmaA, bool kAhead>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
-  static_assert(kFp8 || !kHalves, "halves for fp8's promotion only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
   if (static_cast<int>(blockIdx.x) >= runs) return;
@@ -355,42 +349,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const auto scales_of = [&](int slot) {
         return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
       };
-      if constexpr (kHalves) {
-        // Each step's two halves issued back to back; the low half is promoted while the high half's wgmma
-        // run, then the high half. Each value gets the same partial and the same fmaf in the same step order
-        // as the m64n128 loop below: the same bits.
-        for (int step = 0; step < a.steps; ++step, ++ring) {
-          const int slot = ring % kStages, round = ring / kStages;
-          mbar_wait(&full[slot], round & 1);
-          if (kTmaA == kTmaNone) fence_proxy_async_shared();
-          const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-          const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
-          float lo[32], hi[32];
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks)
-            wgmma_m64n_32B<true, 64>(lo, wgmma_desc_sw128(a_base + 32 * ks),
-                                     wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
-          wgmma_commit();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks)
-            wgmma_m64n_32B<true, 64>(hi, wgmma_desc_sw128(a_base + 32 * ks),
-                                     wgmma_desc_sw128(b_base + 64 * kTileRowBytes + 32 * ks), ks > 0);
-          wgmma_commit();
-          const float* sa = scales_of(slot);
-          wgmma_wait<1>();
-          wgmma_fence_operands(lo);
-          add_scaled_half<0>(acc, lo, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
-          wgmma_wait<0>();
-          wgmma_fence_operands(hi);
-          add_scaled_half<1>(acc, hi, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&empty[slot]);
-          if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
-          if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
-        }
-      }
-      for (int step = 0; !kHalves && step < a.steps; ++step, ++ring) {
+      for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages, round = ring / kStages;
         cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
         mbar_wait(&full[slot], round & 1);
@@ -483,28 +442,28 @@ __global__ void __launch_bounds__(kThreads, 1)
 // 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
-// Off by default until measured: each fp8 K step as two software-pipelined m64n64 halves (kHalves).
-EnvSwitch halves_switch("MOE_WGMMA_HALVES", false);
-// Off by default until measured: h written by sorted position for a one-box A in stage 2 (run_stages).
-EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", false);
-// 0 (no skew) by default: a measurement (grouped_gemm_skew_cycles).
+// On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
+// (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
+// next-item and pair-id loads an item ahead (kAhead). The three together measured Qwen3-30B-A3B fp8 M=4096
+// 772/778 against 862/861 us (H100; uniform scales alone 784/779, h by position alone 850/854, ahead alone
+// 874/886, slower), DeepSeek-V3 full 6961 against 7598.
+EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
+EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
+EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
+// 0 (no skew) by default: measurements (grouped_gemm_skew_cycles, grouped_gemm_skew_steps; the latter under
+// kStages). Session 26: no skew changed the time or the cycle accounting (M=4096 856-867 against 861 us).
 EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
-// 0 (no skew) by default: a measurement (grouped_gemm_skew_steps); under kStages.
 EnvCount skew_steps_count("MOE_WGMMA_SKEW_STEPS", 0, 0, kStages - 1);
-// Off by default until measured: the promotion with one column scale per kind of column (run_stages).
-EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", false);
-// Off by default until measured: the consumers' next-item and pair-id loads an item ahead (kAhead).
-EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", false);
 
-template <bool kFp8, int kStage, int kTmaA, bool kHalves = false>
+template <bool kFp8, int kStage, int kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves, true>
-                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, kHalves, false>;
+  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, true>
+                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, false>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -599,14 +558,6 @@ void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
 }
 
-bool grouped_gemm_halves() {
-  return halves_switch.get();
-}
-
-void set_grouped_gemm_halves(bool on) {
-  halves_switch.set(on);
-}
-
 bool grouped_gemm_tma_a() {
   return tma_a_switch.get();
 }
@@ -622,9 +573,6 @@ void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tile
   else if (fp8 && grouped_gemm_tma_a())
     stage == 1 ? launch<true, 1, kTmaRows>(k, max_tiles, stream)
                : launch<true, 2, kTmaRows>(k, max_tiles, stream);
-  else if (fp8 && grouped_gemm_halves())
-    stage == 1 ? launch<true, 1, kTmaNone, true>(k, max_tiles, stream)
-               : launch<true, 2, kTmaNone, true>(k, max_tiles, stream);
   else if (fp8)
     stage == 1 ? launch<true, 1, kTmaNone>(k, max_tiles, stream)
                : launch<true, 2, kTmaNone>(k, max_tiles, stream);

@@ -90,20 +90,4 @@ __device__ __forceinline__ void add_scaled_partial_uniform(float (&acc)[64], con
   }
 }
 
-// The same for one 64-column half of the accumulators (kHalf 0: columns 0..63, 1: 64..127), from the half's
-// own m64n64 partial: each value gets the same fmaf as add_scaled_partial<16> gives it.
-template <int kHalf>
-__device__ __forceinline__ void add_scaled_half(float (&acc)[64], const float (&part)[32], float s0, float s1,
-                                                const float* col_scales, int tig) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int o = 4 * (8 * kHalf + j);
-    const float2 c = *reinterpret_cast<const float2*>(col_scales + 8 * (8 * kHalf + j) + 2 * tig);
-    acc[o + 0] = fmaf(part[4 * j + 0], s0 * c.x, acc[o + 0]);
-    acc[o + 1] = fmaf(part[4 * j + 1], s0 * c.y, acc[o + 1]);
-    acc[o + 2] = fmaf(part[4 * j + 2], s1 * c.x, acc[o + 2]);
-    acc[o + 3] = fmaf(part[4 * j + 3], s1 * c.y, acc[o + 3]);
-  }
-}
-
 }  // namespace moe::cuda
