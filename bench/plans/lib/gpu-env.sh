@@ -14,7 +14,8 @@
 #                              prints its rows, then deletes its generated checkpoints (too large to bring back)
 # and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
 # ends by END seconds, default 470, keeping RESERVE), R (the results folder, /tmp/r) and pack (R into
-# $OUT/r.tgz, without generated cases and fixtures; run it after each step, so a cut-off call keeps what ran).
+# $OUT/r.tgz, without generated cases, fixtures and TP checkpoints; run it after each step, so a cut-off call
+# keeps what ran).
 plan_start=$(date +%s)
 el() { echo $(($(date +%s) - plan_start)); }
 cap() {
@@ -23,7 +24,7 @@ cap() {
 }
 R=/tmp/r
 mkdir -p $R
-pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude=r/gc/cases --exclude=r/gc/fixtures r 2>/dev/null; }
+pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude='r/*/cases' --exclude='r/*/fixtures' --exclude='r/*/tp' r 2>/dev/null; }
 unpack_carry() {
   mkdir -p "$2" && tar -C "$2" -xJf "$1" || return 1
   local cublas
