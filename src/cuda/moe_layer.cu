@@ -616,6 +616,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   g.min_groups = std::min(E, K);
   g.stage1_lanes_per_row = layer.tuned().stage1_lanes_per_row;
   g.stage2_lanes_per_row = layer.tuned().stage2_lanes_per_row;
+  g.pairs_all_local = layer.num_experts() == layer.router_experts();
   GemvArgs s = g;
   if (shared) {
     s.w = shared->view;

@@ -307,32 +307,55 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // The swapped wgmma kernel (few pairs per expert); the wgmma kernel with its fp8 A rows by TMA and by
   // cp.async, with h quantised in its epilogue and by fp8_rows (only where the copies and quantisation run
   // differs: the same bits); the mma.sync kernel; each kind of kernel also with its pair outputs in bf16 for
-  // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's).
+  // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its consumers'
+  // item loads ahead (grouped_gemm_ahead), with h by sorted position for a one-box A in stage 2
+  // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
+  // (grouped_gemm_uniform_scales), with all three (the defaults), and with its second consumer warpgroup
+  // three K steps behind the first (grouped_gemm_skew_steps; M=1 and 5 have fewer steps than that): the same
+  // bits. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
+    bool ahead = false, h_by_position = false, uniform_scales = false;
+    int skew_steps = 0;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
   std::map<std::pair<bool, bool>, std::vector<float>> fp32_y_out;
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
-             y_bf16_default = cuda::grouped_gemm_y_bf16();
+             y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
+             h_by_position_default = cuda::grouped_gemm_h_by_position(),
+             uniform_scales_default = cuda::grouped_gemm_uniform_scales();
+  const int skew_steps_default = cuda::grouped_gemm_skew_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
-  for (const Kernel& kernel : {Kernel{"wgmma swapped", true, true, true, true, false},
-                               Kernel{"wgmma, A by TMA", true, false, true, true, false},
-                               Kernel{"wgmma, A by cp.async", true, false, false, true, false},
-                               Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
-                               Kernel{"mma.sync", false, false, false, false, false},
-                               Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
-                               Kernel{"wgmma, y in bf16", true, false, false, false, true},
-                               Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
+  for (const Kernel& kernel :
+       {Kernel{"wgmma swapped", true, true, true, true, false},
+        Kernel{"wgmma, A by TMA", true, false, true, true, false},
+        Kernel{"wgmma, A by cp.async", true, false, false, true, false},
+        Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
+        Kernel{"wgmma, ahead", true, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h quantised", true, false, false, true, false, true},
+        Kernel{"wgmma, h by position", true, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h by position", true, false, false, false, false, true, true},
+        Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales", true, false, false, false, false, true, true,
+               true},
+        Kernel{"wgmma, skewed 3 steps", true, false, false, false, false, false, false, false, 3},
+        Kernel{"mma.sync", false, false, false, false, false},
+        Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
+        Kernel{"wgmma, y in bf16", true, false, false, false, true},
+        Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
     cuda::set_grouped_gemm_tma_a(kernel.tma_a);
     cuda::set_grouped_gemm_quantises_h(kernel.quantise_h);
     cuda::set_grouped_gemm_y_bf16(kernel.y_bf16);
+    cuda::set_grouped_gemm_ahead(kernel.ahead);
+    cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
+    cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
+    cuda::set_grouped_gemm_skew_steps(kernel.skew_steps);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -373,6 +396,10 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);
+  cuda::set_grouped_gemm_ahead(ahead_default);
+  cuda::set_grouped_gemm_h_by_position(h_by_position_default);
+  cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
+  cuda::set_grouped_gemm_skew_steps(skew_steps_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

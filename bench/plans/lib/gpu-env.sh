@@ -8,13 +8,14 @@
 #                              to each value in turn (list them alternated), its rows into LOG
 #   timeline MOE LOG [VAR=V..] the measuring build MOE's kernel timeline at batch 1 into LOG; prints its table
 #   binaries_ab LOG NEW OLD N  the same decode step from two moe binaries, alternated N times each
-#   quick_gpu_check BIN        scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
-#                              END; prints its summary and headline rows
+#   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
+#                              END less RES seconds (default 5); prints its summary and headline rows
 #   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
 #                              prints its rows, then deletes its generated checkpoints (too large to bring back)
 # and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
 # ends by END seconds, default 470, keeping RESERVE), R (the results folder, /tmp/r) and pack (R into
-# $OUT/r.tgz, without generated cases and fixtures; run it after each step, so a cut-off call keeps what ran).
+# $OUT/r.tgz, without generated cases, fixtures and TP checkpoints; run it after each step, so a cut-off call
+# keeps what ran).
 plan_start=$(date +%s)
 el() { echo $(($(date +%s) - plan_start)); }
 cap() {
@@ -23,7 +24,7 @@ cap() {
 }
 R=/tmp/r
 mkdir -p $R
-pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude=r/gc/cases --exclude=r/gc/fixtures r 2>/dev/null; }
+pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude='r/*/cases' --exclude='r/*/fixtures' --exclude='r/*/tp' r 2>/dev/null; }
 unpack_carry() {
   mkdir -p "$2" && tar -C "$2" -xJf "$1" || return 1
   local cublas
@@ -66,7 +67,7 @@ binaries_ab() {
 }
 quick_gpu_check() {
   mkdir -p $R/gc
-  GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=$1 OUT=$R/gc timeout "$(cap 330 5)" scripts/gpu-check \
+  GPU_CHECK_NO_TP=1 GPU_CHECK_NO_EXPERIMENTS=1 MOE_BIN=$1 OUT=$R/gc timeout "$(cap 330 "${2:-5}")" scripts/gpu-check \
     > $R/gc/gc.log 2>&1
   echo "gpu-check rc $? t=$(el)"
   grep -E "^\[  FAILED" $R/gc/gpu-tests.log | head

@@ -188,6 +188,13 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
       k.h_scales = s.h_scales;
       k.h_groups = (P + g.w.phase + 127) / 128;
     }
+    // Stage 2's A tile as one box a step: h by sorted position (the tensor map's rows are the call's pairs,
+    // all of them written by stage 1 only when every pair is this rank's).
+    k.h_by_position = pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_h_by_position() &&
+                      !k.h_codes && !grouped_gemm_tma_a() && g.pairs_all_local;
+    k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
+    k.skew_cycles = grouped_gemm_skew_cycles();
+    k.skew_steps = grouped_gemm_skew_steps();
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;
@@ -195,15 +202,19 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   }
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
 
-  // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8).
+  // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8), or by sorted
+  // position when stage 1 wrote them so (k.h_by_position: a_div 0).
   k.k = P;
-  k.a_div = 1;
+  k.a_div = k.h_by_position ? 0 : 1;
+  k.h_by_position = 0;
+  k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
     const int pairs_bound = tokens * g.g.pair_div;
     if (!k.h_codes) {
-      launch_fp8_rows({g.h, P, g.w.phase, groups, g.g.sorted_pairs, g.g.offsets + g.w.num_experts,
-                       pairs_bound, s.h_codes, s.h_scales},
+      // By position: rows 0 .. the pair count, each its own.
+      launch_fp8_rows({g.h, P, g.w.phase, groups, k.a_div ? g.g.sorted_pairs : nullptr,
+                       g.g.offsets + g.w.num_experts, pairs_bound, s.h_codes, s.h_scales},
                       stream);
       MOE_CUDA_CHECK_LAUNCH();
     }

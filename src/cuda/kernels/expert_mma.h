@@ -79,6 +79,31 @@ int grouped_gemm_swap_max_tile();
 // slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
+// Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
+// rows' pair ids, an item ahead (the same bits): on unless MOE_WGMMA_AHEAD=0 (measured
+// faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
+bool grouped_gemm_ahead();
+void set_grouped_gemm_ahead(bool on);
+// Whether the fp8 grouped GEMM on the wgmma kernel (128-pair tiles, h quantised by fp8_rows, every pair on
+// this rank) writes h by sorted position, so that stage 2's copier brings each step's A tile as one
+// tensor-map box instead of 128 cp.async rows (the same bits): on unless MOE_WGMMA_H_BY_POSITION=0 (measured
+// faster); set_grouped_gemm_h_by_position overrides it (expert_wgmma.cu).
+bool grouped_gemm_h_by_position();
+void set_grouped_gemm_h_by_position(bool on);
+// Whether the fp8 wgmma kernel's promotion takes one column scale per kind of column where the tile's columns
+// share their scale blocks (stage 2; stage 1 at a phase that is a multiple of 64) instead of one per column
+// (the same bits): on unless MOE_WGMMA_UNIFORM_SCALES=0 (measured faster); set_grouped_gemm_uniform_scales
+// overrides it (expert_wgmma.cu).
+bool grouped_gemm_uniform_scales();
+void set_grouped_gemm_uniform_scales(bool on);
+// Cycles the wgmma kernel's second consumer warpgroup waits at its start (MOE_WGMMA_SKEW, read once; 0 by
+// default): a measurement of whether the two warpgroups stay apart once put apart (session 26: no change).
+int grouped_gemm_skew_cycles();
+// K steps warpgroup 0 releases before warpgroup 1 starts (MOE_WGMMA_SKEW_STEPS, 0-5, read once; 0 by
+// default; set_grouped_gemm_skew_steps overrides it): a measurement of whether an offset of whole steps holds
+// and puts one's item epilogue under the other's steps (session 26: no change in time or cycle accounting).
+int grouped_gemm_skew_steps();
+void set_grouped_gemm_skew_steps(int steps);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

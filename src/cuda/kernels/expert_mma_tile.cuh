@@ -33,10 +33,10 @@ struct MmaKernelArgs {
   const int* sorted_pairs;
   const int2* tiles;
   const int* num_tiles;
-  const uint8_t* a;  // A rows: [a_rows, k] bf16 or fp8 codes; row of pair p = p / a_div
+  const uint8_t* a;  // A rows: [a_rows, k] bf16 or fp8 codes; the row at sorted position p: a_row_of
   int a_rows;
   const float* a_scales;  // fp8: [rows, a_groups]
-  int a_div, a_groups;
+  int a_div, a_groups;    // a_div 0: A's rows by sorted position (h written so by stage 1: h_by_position)
   int k, k_phase, steps;  // K elements, fp8 offset into the 128 grid, K steps of 128 bytes
   uint16_t* h;            // stage 1 out [pairs, P]
   // fp8 stage 1 on wgmma with h quantised in its epilogue (null: h as bf16, quantised by fp8_rows): e4m3
@@ -48,7 +48,24 @@ struct MmaKernelArgs {
   // Stage 2's out in bf16 instead of y when set (grouped_gemm_y_bf16): half the bytes the GEMM writes and
   // the combine reads, which at many tokens are a large part of both (y is [pairs, H]).
   uint16_t* y_bf16;
+  // Stage 1 writes h's row of sorted position p at row p, not at its pair's row (grouped_gemm_h_by_position):
+  // stage 2's tile rows are then consecutive rows of A (a_div 0), one tensor-map box a step.
+  int h_by_position;
+  // fp8 on the wgmma kernel: the tile's column scales take one value per kind of column (stage 2; stage 1
+  // when the rank's phase is a multiple of 64), so the promotion reads one or two
+  // (add_scaled_partial_uniform).
+  int uniform_col_scales;
+  // The wgmma kernel's consumer warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW; 0:
+  // together).
+  int skew_cycles;
+  // ... or starts once warpgroup 0 has released this many K steps (MOE_WGMMA_SKEW_STEPS; 0: together).
+  int skew_steps;
 };
+
+// The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.
+__device__ __forceinline__ int a_row_of(const MmaKernelArgs& a, int p) {
+  return a.a_div ? a.sorted_pairs[p] / a.a_div : p;
+}
 
 // Weight row (and its validity) behind tile row r. Stage 1 interleaves per 32 rows: tile rows 32w..32w+15
 // are gate rows of outputs n0 + 16w + (0..15), rows 32w+16..32w+31 the up rows of the same outputs, so a
@@ -102,7 +119,7 @@ struct MmaTileLoader {
     for (int i = 0; i < kRows; ++i) {
       const int r = tid / 8 + kRowStride * i;
       const bool aok = m0 + r < m_end;
-      a_off[i] = aok ? static_cast<uint32_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0;
+      a_off[i] = aok ? static_cast<uint32_t>(a_row_of(a, m0 + r)) * a.k * kEsz : 0;
       ok_mask |= (aok ? 1u : 0u) << i;
       if constexpr (kCopyB) {
         int half, n;
@@ -117,7 +134,7 @@ struct MmaTileLoader {
       bool ok;
       if (q < kMmaBM) {
         ok = m0 + q < m_end;
-        s_row[u] = a.a_scales + (ok ? static_cast<size_t>(a.sorted_pairs[m0 + q] / a.a_div) * a.a_groups : 0);
+        s_row[u] = a.a_scales + (ok ? static_cast<size_t>(a_row_of(a, m0 + q)) * a.a_groups : 0);
       } else {
         int half, n;
         const int wr = weight_row<kStage>(a.w, n0, q - kMmaBM, &half, &n);

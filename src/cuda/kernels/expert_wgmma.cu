@@ -33,17 +33,24 @@ constexpr int slot_bytes() {
   return (mma_stage_bytes<kFp8>() + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 
-// A finished tile's outputs from a warpgroup's accumulators: this thread's rows row0 and row0 + 8, its
-// columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
+// The pair ids of this thread's two tile rows (row0 and row0 + 8) of the item from m0; -1 past the expert's
+// end.
+__device__ __forceinline__ void row_pairs(const MmaKernelArgs& a, int m0, int m_end, int row0,
+                                          int (&pairs)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) pairs[h] = m0 + row0 + 8 * h < m_end ? a.sorted_pairs[m0 + row0 + 8 * h] : -1;
+}
+
+// A finished tile's outputs from a warpgroup's accumulators: this thread's rows (their pair ids from
+// row_pairs), its columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
 template <int kStage>
-__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int row0,
+__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&pairs)[2],
                                            int tig, const float (&acc)[64]) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int p = m0 + row0 + 8 * h;
-    if (p >= m_end) continue;
-    const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
+    if (pairs[h] < 0) continue;
+    const size_t pair = static_cast<size_t>(pairs[h]);
     if (kStage == 1) {
       // Columns 32jj..32jj+15 are gate rows of outputs n0 + 16jj + (0..15), the next 16 their up rows.
 #pragma unroll
@@ -132,9 +139,14 @@ struct Cycles {
 #endif
 
 template <int kStage>
+__device__ __forceinline__ int column_block_start(int column_block) {
+  return column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN);
+}
+
+template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int column_block) {
   const int2 tile = a.tiles[tile_index];
-  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN)};
+  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block_start<kStage>(column_block)};
 }
 
 // A block takes runs of work items: one row tile's column blocks [begin, end). A run is one column block,
@@ -200,11 +212,20 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
     }
 }
 
-// kTmaA (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a gather:
-// the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the copier
-// threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy, so the
-// consumers need no proxy fence, and the A bytes bypass the load/store unit.
-template <bool kFp8, int kStage, bool kTmaA>
+// How the copier brings A's rows (kTmaA): by its threads' cp.async; by the tensor memory accelerator, a box
+// per tile row; or (stage 2 with h by sorted position, a.a_div 0) one box of the tile's consecutive rows.
+constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
+
+// kTmaRows (fp8): the A rows come by the tensor memory accelerator too, one 128-byte box per tile row (a
+// gather: the rows are the pairs' tokens, scattered), issued by the copier's first warp, 4 rows per lane; the
+// copier threads then only copy scales by cp.async. Every operand wgmma reads is written by the async proxy,
+// so the consumers need no proxy fence, and the A bytes bypass the load/store unit.
+//
+// kAhead: each consumer thread loads the next work item's tile entry (at the item's start) and its expert's
+// end (after the first K step), and its output rows' pair ids at the item's start, so that the latency of
+// these dependent loads runs under the K steps instead of between items (the cycle accounting had the
+// epilogues and item set-ups at 32 % of stage 1's consumer time and 44 % of stage 2's, M=4096).
+template <bool kFp8, int kStage, int kTmaA, bool kAhead>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
@@ -233,10 +254,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // kTmaA: this lane's tile rows lane + 32 i; rows past the expert's pairs repeat its last pair's row
         // (read, multiplied, never stored).
         int a_row[4] = {0, 0, 0, 0};
-        if (kTmaA && tid < 32) {
+        if (kTmaA == kTmaRows && tid < 32) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            a_row[i] = a.sorted_pairs[min(w.m0 + tid + 32 * i, w.m_end - 1)] / a.a_div;
+          for (int i = 0; i < 4; ++i) a_row[i] = a_row_of(a, min(w.m0 + tid + 32 * i, w.m_end - 1));
         }
         // fp8: the B tile's first weight row in the tensor map (rows past the expert's outputs are read but
         // their columns are never stored; past the tensor's end they are zeros).
@@ -248,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           cycles.mark(kCyWait);
           cycles.step();
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
-          if (kTmaA && tid < 32) {
+          if (kTmaA == kTmaRows && tid < 32) {
             // The expected bytes are registered before any of this step's boxes can land.
             if (tid == 0) mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
             __syncwarp();
@@ -259,7 +279,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           if (kFp8 && tid == 0) {
             const uint32_t b_dst = smem0 + slot * kSlot + kMmaTileBytes;
-            if (!kTmaA) mbar_expect_tx(&full[slot], kMmaTileBytes);
+            if (kTmaA == kTmaNone) mbar_expect_tx(&full[slot], kMmaTileBytes);
+            if (kTmaA == kTmaTile) {
+              // A's rows are h's at the tile's sorted positions, consecutive: one box (rows past the
+              // expert's are the next expert's, or zeros past the call's pairs: read, never stored).
+              mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
+              tma_box_to_shared(smem0 + slot * kSlot, &a_map, kc, w.m0, &full[slot]);
+            }
             if (kStage == 1) {
               // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
               tma_gate_up_tile<16, 4, kTileRowBytes>(b_dst, &b_map, kc, b_row, P, &full[slot]);
@@ -267,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               tma_box_to_shared(b_dst, &b_map, kc, b_row, &full[slot]);
             }
           }
-          loader.load(a, smem0 + slot * kSlot, step, !kTmaA);
+          loader.load(a, smem0 + slot * kSlot, step, kTmaA == kTmaNone);
           cp_async_mbar_arrive(&full[slot]);
         }
       }
@@ -279,16 +305,50 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
+  if (cw == 1 && a.skew_cycles > 0) {
+    // Warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW), so that one's promotion can run
+    // under the other's wgmma instead of both promoting at once (a measurement: whether the offset holds).
+    const long long until = clock64() + a.skew_cycles;
+    while (clock64() < until) {
+    }
+  }
+  // Warpgroup 1 starts once warpgroup 0 has released a.skew_steps K steps (named barrier 1: warpgroup 0's
+  // threads arrive, warpgroup 1's wait; fewer than kStages steps, which the copier fills without warpgroup
+  // 1's releases).
+  constexpr int kSkewBarrier = 1;
+  if (cw == 1 && a.skew_steps > 0) named_barrier_sync(kSkewBarrier, 256);
   Cycles cycles;
   int ring = 0;
-  for (int r = blockIdx.x; r < runs; r += gridDim.x) {
-    const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
-    HBlock first{};  // stage 1 with h quantised: the group's first column block while the second runs
-    for (int cb = run.begin; cb < run.end; ++cb) {
-      const WorkItem w = work_item<kStage>(a, run.tile, cb);
+  // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
+  int r = blockIdx.x;
+  Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+  int cb = run.begin;
+  WorkItem w = work_item<kStage>(a, run.tile, cb);
+  HBlock first{};  // stage 1 with h quantised: the group's first column block while the second runs
+  for (;;) {
+    int next_r = r, next_cb = cb + 1;
+    Run next_run = run;
+    if (next_cb >= run.end) {
+      next_r += gridDim.x;
+      if (next_r < runs) next_run = run_of<kStage>(a, next_r, n_runs, n_blocks);
+      next_cb = next_run.begin;
+    }
+    const bool has_next = next_r < runs;
+    int2 next_tile = make_int2(0, 0);
+    int next_end = 0, pairs[2] = {-1, -1};
+    if (kAhead) {
+      if (has_next) next_tile = a.tiles[next_run.tile];
+      row_pairs(a, w.m0, w.m_end, row0, pairs);
+    }
+    {
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+      // A slot's row scales (the tile's 128) and column scales (its 128 weight rows' block scales, per
+      // column).
+      const auto scales_of = [&](int slot) {
+        return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+      };
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages, round = ring / kStages;
         cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
@@ -296,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         cycles.mark(kCyWait);
         cycles.step();
         // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
-        if (!kTmaA) fence_proxy_async_shared();
+        if (kTmaA == kTmaNone) fence_proxy_async_shared();
         const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
         const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
         if constexpr (kFp8) {
@@ -310,9 +370,12 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_wait<0>();
           wgmma_fence_operands(part);
           cycles.mark(kCyMma);
-          const float* sa = reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
+          const float* sa = scales_of(slot);
           const float* sb = sa + kMmaBM;
-          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
+          if (a.uniform_col_scales)
+            add_scaled_partial_uniform<kStage>(acc, part, sa[row0], sa[row0 + 8], sb);
+          else
+            add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
         } else {
           wgmma_fence();
 #pragma unroll
@@ -326,32 +389,49 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
+        if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
+        // The next item's expert end, now that its tile entry has had a K step to arrive.
+        if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
       }
       if (kFp8 && kStage == 1 && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
         if (cb + 1 < run.end) {
           first = b;
-          continue;
-        }
-        const bool two = run.end - run.begin == 2;
-        const int first_n0 = w.n0 - kStage1BlockOutputs;
+        } else {
+          const bool two = run.end - run.begin == 2;
+          const int first_n0 = w.n0 - kStage1BlockOutputs;
+          if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int p = w.m0 + row0 + 8 * h;
-          if (p >= w.m_end) continue;
-          const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
-          const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
-          if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
-          store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
-          if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
+          for (int h = 0; h < 2; ++h) {
+            if (pairs[h] < 0) continue;
+            const size_t pair = static_cast<size_t>(pairs[h]);
+            const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
+            if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
+            store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
+            if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
+          }
         }
       } else {
-        store_tile<kStage>(a, w.e, w.m0, w.m_end, w.n0, row0, tig, acc);
+        if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
+        if (kStage == 1 && a.h_by_position) {
+          // h's rows by sorted position: stage 2 then reads each tile's rows as one box.
+#pragma unroll
+          for (int h = 0; h < 2; ++h) pairs[h] = pairs[h] >= 0 ? w.m0 + row0 + 8 * h : -1;
+        }
+        store_tile<kStage>(a, w.e, w.n0, pairs, tig, acc);
       }
       cycles.mark(kCyEpilogue);
     }
+    if (!has_next) break;
+    w = kAhead ? WorkItem{next_tile.x, next_tile.y, next_end, column_block_start<kStage>(next_cb)}
+               : work_item<kStage>(a, next_run.tile, next_cb);
+    r = next_r;
+    run = next_run;
+    cb = next_cb;
   }
+  // Warpgroup 0 had fewer steps than the skew: warpgroup 1 still waits on its arrival.
+  if (cw == 0 && a.skew_steps > 0 && ring < a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
   cycles.flush(kStage, 4 * cw + wq);
 #else
   __trap();
@@ -362,15 +442,28 @@ __global__ void __launch_bounds__(kThreads, 1)
 // 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
+// On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
+// (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
+// next-item and pair-id loads an item ahead (kAhead). The three together measured Qwen3-30B-A3B fp8 M=4096
+// 772/778 against 862/861 us (H100; uniform scales alone 784/779, h by position alone 850/854, ahead alone
+// 874/886, slower), DeepSeek-V3 full 6961 against 7598.
+EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
+EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
+EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
+// 0 (no skew) by default: measurements (grouped_gemm_skew_cycles, grouped_gemm_skew_steps; the latter under
+// kStages). Session 26: no skew changed the time or the cycle accounting (M=4096 856-867 against 861 us).
+EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
+EnvCount skew_steps_count("MOE_WGMMA_SKEW_STEPS", 0, 0, kStages - 1);
 
-template <bool kFp8, int kStage, bool kTmaA>
+template <bool kFp8, int kStage, int kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int out = kStage == 1 ? k.w.inter : k.w.hidden, per_block = kStage == 1 ? kMmaBN / 2 : kMmaBN;
   const int n_blocks = (out + per_block - 1) / per_block;
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
   constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA>;
+  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, true>
+                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, false>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -381,7 +474,10 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
       kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
            : CUtensorMap{};
   // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
-  const CUtensorMap a_map = kTmaA ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1) : CUtensorMap{};
+  // kTmaTile: the tile's 128 rows per box (A rows by sorted position, consecutive).
+  const CUtensorMap a_map = kTmaA == kTmaRows   ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1)
+                            : kTmaA == kTmaTile ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, kMmaBM)
+                                                : CUtensorMap{};
   kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, n_runs, b_map,
                                                                                  a_map);
   MOE_CUDA_CHECK_LAUNCH();
@@ -426,6 +522,42 @@ void grouped_gemm_cycles_report() {
 #endif
 }
 
+bool grouped_gemm_h_by_position() {
+  return h_by_position_switch.get();
+}
+
+void set_grouped_gemm_h_by_position(bool on) {
+  h_by_position_switch.set(on);
+}
+
+int grouped_gemm_skew_cycles() {
+  return skew_count.get();
+}
+
+int grouped_gemm_skew_steps() {
+  return skew_steps_count.get();
+}
+
+void set_grouped_gemm_skew_steps(int steps) {
+  skew_steps_count.set(steps);
+}
+
+bool grouped_gemm_uniform_scales() {
+  return uniform_scales_switch.get();
+}
+
+void set_grouped_gemm_uniform_scales(bool on) {
+  uniform_scales_switch.set(on);
+}
+
+bool grouped_gemm_ahead() {
+  return ahead_switch.get();
+}
+
+void set_grouped_gemm_ahead(bool on) {
+  ahead_switch.set(on);
+}
+
 bool grouped_gemm_tma_a() {
   return tma_a_switch.get();
 }
@@ -435,13 +567,18 @@ void set_grouped_gemm_tma_a(bool on) {
 }
 
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
-  if (fp8 && grouped_gemm_tma_a())
-    stage == 1 ? launch<true, 1, true>(k, max_tiles, stream) : launch<true, 2, true>(k, max_tiles, stream);
+  // Stage 2 with h by sorted position (run_stages sets a_div 0 only for fp8 on this kernel): one box a step.
+  if (fp8 && stage == 2 && k.a_div == 0)
+    launch<true, 2, kTmaTile>(k, max_tiles, stream);
+  else if (fp8 && grouped_gemm_tma_a())
+    stage == 1 ? launch<true, 1, kTmaRows>(k, max_tiles, stream)
+               : launch<true, 2, kTmaRows>(k, max_tiles, stream);
   else if (fp8)
-    stage == 1 ? launch<true, 1, false>(k, max_tiles, stream) : launch<true, 2, false>(k, max_tiles, stream);
+    stage == 1 ? launch<true, 1, kTmaNone>(k, max_tiles, stream)
+               : launch<true, 2, kTmaNone>(k, max_tiles, stream);
   else
-    stage == 1 ? launch<false, 1, false>(k, max_tiles, stream)
-               : launch<false, 2, false>(k, max_tiles, stream);
+    stage == 1 ? launch<false, 1, kTmaNone>(k, max_tiles, stream)
+               : launch<false, 2, kTmaNone>(k, max_tiles, stream);
 }
 
 }  // namespace moe::cuda

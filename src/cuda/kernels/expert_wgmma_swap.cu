@@ -87,7 +87,7 @@ struct SwapTileLoader {
     for (int i = 0; i < kPairRows; ++i) {
       const int r = tid / 8 + 16 * i;
       const bool pok = m0 + r < m_end;
-      p_off[i] = pok ? static_cast<uint32_t>(a.sorted_pairs[m0 + r] / a.a_div) * a.k * kEsz : 0;
+      p_off[i] = pok ? static_cast<uint32_t>(a_row_of(a, m0 + r)) * a.k * kEsz : 0;
       ok |= (pok ? 1u : 0u) << i;
     }
     if constexpr (!kFp8) {
@@ -110,7 +110,7 @@ struct SwapTileLoader {
                     : ws + (static_cast<size_t>(e) * hb + n / 128) * sb;
       ok |= (wr >= 0 ? 1u : 0u) << 30;
       const bool pok = tid < kN && m0 + tid < m_end;
-      p_scale = a.a_scales + (pok ? static_cast<size_t>(a.sorted_pairs[m0 + tid] / a.a_div) * a.a_groups : 0);
+      p_scale = a.a_scales + (pok ? static_cast<size_t>(a_row_of(a, m0 + tid)) * a.a_groups : 0);
       ok |= (pok ? 1u : 0u) << 31;
     }
   }

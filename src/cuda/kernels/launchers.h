@@ -69,6 +69,10 @@ struct GemvArgs {
   int max_groups;              // grid bound on active experts
   int min_groups;              // experts one token touches (top_k): what the tile choice is made for
   int stage1_lanes_per_row = 0, stage2_lanes_per_row = 0;  // from a tuned config; 0: heuristic
+  // Every pair of the call is this rank's (no expert parallelism): the grouping's pair count is then the
+  // host's tokens x pair_div, which the grouped GEMM's h by sorted position needs
+  // (grouped_gemm_h_by_position).
+  bool pairs_all_local = false;
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
 // Lanes that split one row's K in stage 1 or 2 for these arguments (what fixes each dot product's bits).

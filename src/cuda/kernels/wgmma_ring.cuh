@@ -69,4 +69,25 @@ __device__ __forceinline__ void add_scaled_partial(float (&acc)[4 * kJ], const f
   }
 }
 
+// add_scaled_partial<16> where the tile's column scales take one value per kind of column: stage 2's 128
+// columns lie in one scale block of w2's rows, and stage 1's gate columns (32w..32w+15) in one of w13's gate
+// rows and its up columns (32w+16..32w+31) in one of its up rows when the rank's phase is a multiple of 64.
+// Each value gets the same fmaf with the same product as add_scaled_partial gives it (s times the column's
+// scale), so the same bits, with 4 multiplies and 2 shared loads a step instead of 64 and 16.
+template <int kStage>
+__device__ __forceinline__ void add_scaled_partial_uniform(float (&acc)[64], const float (&part)[64],
+                                                           float s0, float s1, const float* col_scales) {
+  const float cg = col_scales[0], cu = kStage == 1 ? col_scales[16] : cg;
+  const float g0 = s0 * cg, g1 = s1 * cg, u0 = s0 * cu, u1 = s1 * cu;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const bool up = kStage == 1 && j % 4 >= 2;
+    const float t0 = up ? u0 : g0, t1 = up ? u1 : g1;
+    acc[4 * j + 0] = fmaf(part[4 * j + 0], t0, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(part[4 * j + 1], t0, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(part[4 * j + 2], t1, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(part[4 * j + 3], t1, acc[4 * j + 3]);
+  }
+}
+
 }  // namespace moe::cuda
