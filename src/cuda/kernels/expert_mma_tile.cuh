@@ -184,8 +184,7 @@ __device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, i
     u0 += b[P + n];
     u1 += b[P + n + 1];
   }
-  return static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
-         static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
+  return f32x2_to_bf16x2(gated_activation(a.act, g0, u0), gated_activation(a.act, g1, u1));
 }
 
 // Stage 1's output for pair `pair`: h[pair][n, n + 1] as bf16.
@@ -203,10 +202,29 @@ __device__ __forceinline__ void store_y_pair(const MmaKernelArgs& a, int e, size
     v.y += a.w.w2_bias[static_cast<size_t>(e) * H + n + 1];
   }
   if (a.y_bf16)
-    *reinterpret_cast<uint32_t*>(a.y_bf16 + pair * H + n) =
-        f32_to_bf16(v.x) | (static_cast<uint32_t>(f32_to_bf16(v.y)) << 16);
+    *reinterpret_cast<uint32_t*>(a.y_bf16 + pair * H + n) = f32x2_to_bf16x2(v.x, v.y);
   else
     *reinterpret_cast<float2*>(a.y + pair * H + n) = v;
+}
+
+// Stage 2's outputs of one tile row from a thread's accumulators: y's row `row` (bf16 or fp32), columns
+// n0 + 8 j + 2 tig (+1) from acc[4 j + 2 h] (+1), with the expert's bias `bias` (kBias). The format and the
+// bias are the caller's template choice, not tested per store as store_y_pair does (ptxas kept a branch and
+// both formats' code per store there: ~33 instructions per pair of outputs in the wgmma kernel's epilogue).
+template <bool kBias, typename T>
+__device__ __forceinline__ void store_y_row(T* row, const float* bias, int n0, int H, int tig, int h,
+                                            const float (&acc)[64]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int n = n0 + 8 * j + 2 * tig;
+    if (n >= H) continue;
+    float2 v = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    if (kBias) v.x += bias[n], v.y += bias[n + 1];
+    if constexpr (sizeof(T) == 2)
+      *reinterpret_cast<uint32_t*>(row + n) = f32x2_to_bf16x2(v.x, v.y);
+    else
+      *reinterpret_cast<float2*>(row + n) = v;
+  }
 }
 
 }  // namespace moe::cuda

@@ -63,11 +63,15 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0
                          acc[4 * (j + 2) + 2 * h + 1]);
         }
     } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const int n = n0 + 8 * j + 2 * tig;
-        if (n < H) store_y_pair(a, e, pair, n, make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-      }
+      const float* bias = a.w.w2_bias ? a.w.w2_bias + static_cast<size_t>(e) * H : nullptr;
+      if (a.y_bf16 && bias)
+        store_y_row<true>(a.y_bf16 + pair * H, bias, n0, H, tig, h, acc);
+      else if (a.y_bf16)
+        store_y_row<false>(a.y_bf16 + pair * H, bias, n0, H, tig, h, acc);
+      else if (bias)
+        store_y_row<true>(a.y + pair * H, bias, n0, H, tig, h, acc);
+      else
+        store_y_row<false>(a.y + pair * H, bias, n0, H, tig, h, acc);
     }
   }
 }
