@@ -187,6 +187,24 @@ __device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, i
   return f32x2_to_bf16x2(gated_activation(a.act, g0, u0), gated_activation(a.act, g1, u1));
 }
 
+// Stage 1's outputs of one tile row without a bias, SiLU known at compile time: h's row `row`, outputs
+// n0 + 16 jj + 8 jl + 2 tig (+1) from a thread's accumulators (columns 32 jj .. 32 jj + 15 gate rows, the
+// next 16 their up rows). The same values as h_pair_bits, without its per-pair tests of the bias and the kind
+// (the Qwen3 and DeepSeek experts' case; gpt-oss's SwiGLU with biases takes h_pair_bits).
+__device__ __forceinline__ void store_h_row_silu(const MmaKernelArgs& a, uint16_t* row, int n0, int tig,
+                                                 int h, const float (&acc)[64]) {
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+    for (int jl = 0; jl < 2; ++jl) {
+      const int j = 4 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
+      if (n >= a.w.inter) continue;
+      *reinterpret_cast<uint32_t*>(row + n) = f32x2_to_bf16x2(
+          gated_activation_as<Act::Silu>(a.act, acc[4 * j + 2 * h], acc[4 * (j + 2) + 2 * h]),
+          gated_activation_as<Act::Silu>(a.act, acc[4 * j + 2 * h + 1], acc[4 * (j + 2) + 2 * h + 1]));
+    }
+}
+
 // Stage 1's output for pair `pair`: h[pair][n, n + 1] as bf16.
 __device__ __forceinline__ void store_h_pair(const MmaKernelArgs& a, int e, size_t pair, int n, float g0,
                                              float g1, float u0, float u1) {

@@ -51,7 +51,9 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0
   for (int h = 0; h < 2; ++h) {
     if (pairs[h] < 0) continue;
     const size_t pair = static_cast<size_t>(pairs[h]);
-    if (kStage == 1) {
+    if (kStage == 1 && a.act.act == Act::Silu && !a.w.w13_bias) {
+      store_h_row_silu(a, a.h + pair * P, n0, tig, h, acc);
+    } else if (kStage == 1) {
       // Columns 32jj..32jj+15 are gate rows of outputs n0 + 16jj + (0..15), the next 16 their up rows.
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj)
