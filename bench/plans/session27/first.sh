@@ -5,12 +5,14 @@
 #  - bf16 pairs packed by one cvt.rn.bf16x2.f32 (f32x2_to_bf16x2) in the epilogues and the combine, and the
 #    wgmma kernel's stage-2 stores with the format and bias chosen once per tile row (store_y_row): the
 #    cycle accounting had stage 2's epilogue at 44 % of its consumer time, ~33 SASS instructions per output pair;
-#  - the gated activation by __expf and __fdividef (stage 1's epilogue had 64 division calls).
+#  - the gated activation by __expf and __fdividef (stage 1's epilogue had 64 division calls), and stage 1's
+#    SiLU-without-bias epilogue with the kind and bias decided once per tile row (52 -> 23 SASS instructions
+#    per output pair).
 # Steps: the codec and grouped-GEMM rows tests; the A/B of main's moe against the branch's (ops and model);
 # gpu-check at the branch (what must pass before it lands); each switch off against the three on (session 26
 # never measured the combination without the item loads ahead; DeepSeek-V3 full bf16 M=4096 was 4.4 % slower
 # with them on); the cycle accounting at the branch.
-# Carry: .carry/s27a-gpu.tar.xz (scripts/pack-gpu-carry build at the branch's 7d49d60), .carry/main-7d9d9ae-moe.tar.xz
+# Carry: .carry/s27a-gpu.tar.xz (scripts/pack-gpu-carry build at the branch's 8abeabd), .carry/main-7d9d9ae-moe.tar.xz
 # (main's bin/moe) and .carry/cycles-s27a.tar.xz (the branch's bin/moe with -DMOE_WGMMA_CYCLES in expert_wgmma.cu).
 set -uo pipefail
 export END=${END:-585}
