@@ -84,10 +84,11 @@ void set_grouped_gemm_tma_a(bool on);
 // faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
 bool grouped_gemm_ahead();
 void set_grouped_gemm_ahead(bool on);
-// Whether the fp8 grouped GEMM on the wgmma kernel (128-pair tiles, h quantised by fp8_rows, every pair on
-// this rank) writes h by sorted position, so that stage 2's copier brings each step's A tile as one
-// tensor-map box instead of 128 cp.async rows (the same bits): on unless MOE_WGMMA_H_BY_POSITION=0 (measured
-// faster); set_grouped_gemm_h_by_position overrides it (expert_wgmma.cu).
+// Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised
+// by fp8_rows) writes h by sorted position: for fp8 stage 2's copier then brings each step's A tile as one
+// tensor-map box instead of 128 cp.async rows, for bf16 its cp.async rows are consecutive (the same bits): on
+// unless MOE_WGMMA_H_BY_POSITION=0 (fp8 measured faster, bf16 mostly too); set_grouped_gemm_h_by_position
+// overrides it (expert_wgmma.cu).
 bool grouped_gemm_h_by_position();
 void set_grouped_gemm_h_by_position(bool on);
 // Whether the fp8 wgmma kernel's promotion takes one column scale per kind of column where the tile's columns

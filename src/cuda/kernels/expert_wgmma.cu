@@ -507,7 +507,7 @@ void grouped_gemm_cycles_report() {
       for (int w = 0; w < kCyWarps; ++w)
         for (int k = 0; k < kCyKinds; ++k) sum[w][k] += static_cast<double>(c[stage][b][w][k]);
     double cons[kCyKinds] = {};
-    for (int w = 0; w < 8; ++w)
+    for (int w = 0; w < kCyWarps - 1; ++w)  // the consumer warps
       for (int k = 0; k < kCyKinds; ++k) cons[k] += sum[w][k];
     if (cons[kCyTotal] == 0) continue;
     const double steps = cons[kCySteps], total = cons[kCyTotal];
@@ -573,7 +573,8 @@ void set_grouped_gemm_tma_a(bool on) {
 }
 
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {
-  // Stage 2 with h by sorted position (run_stages sets a_div 0 only for fp8 on this kernel): one box a step.
+  // fp8 stage 2 with h by sorted position (run_stages' a_div 0): one box a step. (bf16 takes its rows by
+  // cp.async either way: a_row_of gives the sorted position.)
   if (fp8 && stage == 2 && k.a_div == 0)
     launch<true, 2, kTmaTile>(k, max_tiles, stream);
   else if (fp8 && grouped_gemm_tma_a())
