@@ -33,47 +33,44 @@ constexpr int slot_bytes() {
   return (mma_stage_bytes<kFp8>() + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 
-// The pair ids of this thread's two tile rows (row0 and row0 + 8) of the item from m0; -1 past the expert's
-// end.
-__device__ __forceinline__ void row_pairs(const MmaKernelArgs& a, int m0, int m_end, int row0,
-                                          int (&pairs)[2]) {
+// The output rows of this thread's two tile rows (row0 and row0 + 8) of the item from m0, -1 past the
+// expert's end: their pair ids, or, where stage 1 writes h by sorted position (a.h_by_position), the
+// positions themselves (stage 2 then reads each tile's rows as one box), with no load.
+template <int kStage>
+__device__ __forceinline__ void output_rows(const MmaKernelArgs& a, int m0, int m_end, int row0,
+                                            int (&rows)[2]) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) pairs[h] = m0 + row0 + 8 * h < m_end ? a.sorted_pairs[m0 + row0 + 8 * h] : -1;
+  for (int h = 0; h < 2; ++h) {
+    const int p = m0 + row0 + 8 * h;
+    rows[h] = p >= m_end ? -1 : kStage == 1 && a.h_by_position ? p : a.sorted_pairs[p];
+  }
 }
 
-// A finished tile's outputs from a warpgroup's accumulators: this thread's rows (their pair ids from
-// row_pairs), its columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
+// A finished tile's outputs from a warpgroup's accumulators: this thread's output rows (output_rows), its
+// columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
 template <int kStage>
-__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&pairs)[2],
+__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&rows)[2],
                                            int tig, const float (&acc)[64]) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if (pairs[h] < 0) continue;
-    const size_t pair = static_cast<size_t>(pairs[h]);
-    if (kStage == 1 && a.act.act == Act::Silu && !a.w.w13_bias) {
-      store_h_row_silu(a, a.h + pair * P, n0, tig, h, acc);
-    } else if (kStage == 1) {
-      // Columns 32jj..32jj+15 are gate rows of outputs n0 + 16jj + (0..15), the next 16 their up rows.
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-        for (int jl = 0; jl < 2; ++jl) {
-          const int j = 4 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
-          if (n < P)
-            store_h_pair(a, e, pair, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], acc[4 * (j + 2) + 2 * h],
-                         acc[4 * (j + 2) + 2 * h + 1]);
-        }
+    if (rows[h] < 0) continue;
+    const size_t row = static_cast<size_t>(rows[h]);
+    if (kStage == 1) {
+      if (a.act.act == Act::Silu && !a.w.w13_bias)
+        store_h_row<true>(a, e, a.h + row * P, n0, tig, h, acc);
+      else
+        store_h_row<false>(a, e, a.h + row * P, n0, tig, h, acc);
     } else {
       const float* bias = a.w.w2_bias ? a.w.w2_bias + static_cast<size_t>(e) * H : nullptr;
       if (a.y_bf16 && bias)
-        store_y_row<true>(a.y_bf16 + pair * H, bias, n0, H, tig, h, acc);
+        store_y_row<true>(a.y_bf16 + row * H, bias, n0, H, tig, h, acc);
       else if (a.y_bf16)
-        store_y_row<false>(a.y_bf16 + pair * H, bias, n0, H, tig, h, acc);
+        store_y_row<false>(a.y_bf16 + row * H, bias, n0, H, tig, h, acc);
       else if (bias)
-        store_y_row<true>(a.y + pair * H, bias, n0, H, tig, h, acc);
+        store_y_row<true>(a.y + row * H, bias, n0, H, tig, h, acc);
       else
-        store_y_row<false>(a.y + pair * H, bias, n0, H, tig, h, acc);
+        store_y_row<false>(a.y + row * H, bias, n0, H, tig, h, acc);
     }
   }
 }
@@ -344,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int next_end = 0, pairs[2] = {-1, -1};
     if (kAhead) {
       if (has_next) next_tile = a.tiles[next_run.tile];
-      row_pairs(a, w.m0, w.m_end, row0, pairs);
+      output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
     }
     {
       float acc[64];
@@ -407,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         } else {
           const bool two = run.end - run.begin == 2;
           const int first_n0 = w.n0 - kStage1BlockOutputs;
-          if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
+          if (!kAhead) output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             if (pairs[h] < 0) continue;
@@ -419,12 +416,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       } else {
-        if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
-        if (kStage == 1 && a.h_by_position) {
-          // h's rows by sorted position: stage 2 then reads each tile's rows as one box.
-#pragma unroll
-          for (int h = 0; h < 2; ++h) pairs[h] = pairs[h] >= 0 ? w.m0 + row0 + 8 * h : -1;
-        }
+        if (!kAhead) output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
         store_tile<kStage>(a, w.e, w.n0, pairs, tig, acc);
       }
       cycles.mark(kCyEpilogue);
