@@ -310,14 +310,12 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its consumers'
   // item loads ahead (grouped_gemm_ahead), with h by sorted position for a one-box A in stage 2
   // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
-  // (grouped_gemm_uniform_scales), with all three (the defaults), and with its second consumer warpgroup
-  // three K steps behind the first (grouped_gemm_skew_steps; M=1 and 5 have fewer steps than that): the same
-  // bits. Each row sets every switch, so the rows without one run with it off.
+  // (grouped_gemm_uniform_scales), and with all three (the defaults): the same bits. Each row sets every
+  // switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false;
-    int skew_steps = 0;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -327,7 +325,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales();
-  const int skew_steps_default = cuda::grouped_gemm_skew_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -342,7 +339,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, true},
         Kernel{"wgmma, ahead, h by position, uniform scales", true, false, false, false, false, true, true,
                true},
-        Kernel{"wgmma, skewed 3 steps", true, false, false, false, false, false, false, false, 3},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -355,7 +351,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_ahead(kernel.ahead);
     cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
-    cuda::set_grouped_gemm_skew_steps(kernel.skew_steps);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -399,7 +394,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_ahead(ahead_default);
   cuda::set_grouped_gemm_h_by_position(h_by_position_default);
   cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
-  cuda::set_grouped_gemm_skew_steps(skew_steps_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

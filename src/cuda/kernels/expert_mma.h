@@ -97,14 +97,6 @@ void set_grouped_gemm_h_by_position(bool on);
 // overrides it (expert_wgmma.cu).
 bool grouped_gemm_uniform_scales();
 void set_grouped_gemm_uniform_scales(bool on);
-// Cycles the wgmma kernel's second consumer warpgroup waits at its start (MOE_WGMMA_SKEW, read once; 0 by
-// default): a measurement of whether the two warpgroups stay apart once put apart (session 26: no change).
-int grouped_gemm_skew_cycles();
-// K steps warpgroup 0 releases before warpgroup 1 starts (MOE_WGMMA_SKEW_STEPS, 0-5, read once; 0 by
-// default; set_grouped_gemm_skew_steps overrides it): a measurement of whether an offset of whole steps holds
-// and puts one's item epilogue under the other's steps (session 26: no change in time or cycle accounting).
-int grouped_gemm_skew_steps();
-void set_grouped_gemm_skew_steps(int steps);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

@@ -55,11 +55,6 @@ struct MmaKernelArgs {
   // when the rank's phase is a multiple of 64), so the promotion reads one or two
   // (add_scaled_partial_uniform).
   int uniform_col_scales;
-  // The wgmma kernel's consumer warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW; 0:
-  // together).
-  int skew_cycles;
-  // ... or starts once warpgroup 0 has released this many K steps (MOE_WGMMA_SKEW_STEPS; 0: together).
-  int skew_steps;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

@@ -308,18 +308,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
-  if (cw == 1 && a.skew_cycles > 0) {
-    // Warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW), so that one's promotion can run
-    // under the other's wgmma instead of both promoting at once (a measurement: whether the offset holds).
-    const long long until = clock64() + a.skew_cycles;
-    while (clock64() < until) {
-    }
-  }
-  // Warpgroup 1 starts once warpgroup 0 has released a.skew_steps K steps (named barrier 1: warpgroup 0's
-  // threads arrive, warpgroup 1's wait; fewer than kStages steps, which the copier fills without warpgroup
-  // 1's releases).
-  constexpr int kSkewBarrier = 1;
-  if (cw == 1 && a.skew_steps > 0) named_barrier_sync(kSkewBarrier, 256);
   Cycles cycles;
   int ring = 0;
   // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
@@ -392,7 +380,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
-        if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
         // The next item's expert end, now that its tile entry has had a K step to arrive.
         if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
@@ -428,8 +415,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     run = next_run;
     cb = next_cb;
   }
-  // Warpgroup 0 had fewer steps than the skew: warpgroup 1 still waits on its arrival.
-  if (cw == 0 && a.skew_steps > 0 && ring < a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
   cycles.flush(kStage, 4 * cw + wq);
 #else
   __trap();
@@ -448,10 +433,6 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
-// 0 (no skew) by default: measurements (grouped_gemm_skew_cycles, grouped_gemm_skew_steps; the latter under
-// kStages). Session 26: no skew changed the time or the cycle accounting (M=4096 856-867 against 861 us).
-EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
-EnvCount skew_steps_count("MOE_WGMMA_SKEW_STEPS", 0, 0, kStages - 1);
 
 template <bool kFp8, int kStage, int kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
@@ -526,18 +507,6 @@ bool grouped_gemm_h_by_position() {
 
 void set_grouped_gemm_h_by_position(bool on) {
   h_by_position_switch.set(on);
-}
-
-int grouped_gemm_skew_cycles() {
-  return skew_count.get();
-}
-
-int grouped_gemm_skew_steps() {
-  return skew_steps_count.get();
-}
-
-void set_grouped_gemm_skew_steps(int steps) {
-  skew_steps_count.set(steps);
 }
 
 bool grouped_gemm_uniform_scales() {
