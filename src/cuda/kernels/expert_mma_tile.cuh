@@ -182,10 +182,22 @@ __device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, i
   return f32x2_to_bf16x2(gated_activation(a.act, g0, u0), gated_activation(a.act, g1, u1));
 }
 
-// Stage 1's outputs of one tile row: h's row `row`, outputs n0 + 16 jj + 8 jl + 2 tig (+1) from a thread's
-// accumulators (columns 32 jj .. 32 jj + 15 gate rows, the next 16 their up rows). kSiluNoBias: the caller
-// knows the kind is SiLU and there is no bias (the Qwen3 and DeepSeek experts), so no pair tests them as
-// h_pair_bits does (52 -> 23 SASS instructions a pair); the same values either way.
+// Stage 1's outputs n, n + 1 (n = n0 + 16 jj + 8 jl + 2 tig for j = 4 jj + jl) of tile row row0 + 8 h from a
+// thread's accumulators (columns 32 jj .. 32 jj + 15 gate rows, the next 16 their up rows), packed as
+// h_pair_bits does. kSiluNoBias: the caller knows the kind is SiLU and there is no bias (the Qwen3 and
+// DeepSeek experts), so no pair tests them as h_pair_bits does (52 -> 23 SASS instructions a pair); the same
+// values either way.
+template <bool kSiluNoBias>
+__device__ __forceinline__ uint32_t h_pair_of(const MmaKernelArgs& a, int e, int n, int j, int h,
+                                              const float (&acc)[64]) {
+  const float g0 = acc[4 * j + 2 * h], g1 = acc[4 * j + 2 * h + 1];
+  const float u0 = acc[4 * (j + 2) + 2 * h], u1 = acc[4 * (j + 2) + 2 * h + 1];
+  return kSiluNoBias ? f32x2_to_bf16x2(gated_activation_as<Act::Silu>(a.act, g0, u0),
+                                       gated_activation_as<Act::Silu>(a.act, g1, u1))
+                     : h_pair_bits(a, e, n, g0, g1, u0, u1);
+}
+
+// Stage 1's outputs of one tile row (h_pair_of) to h's row `row`.
 template <bool kSiluNoBias>
 __device__ __forceinline__ void store_h_row(const MmaKernelArgs& a, int e, uint16_t* row, int n0, int tig,
                                             int h, const float (&acc)[64]) {
@@ -195,12 +207,7 @@ __device__ __forceinline__ void store_h_row(const MmaKernelArgs& a, int e, uint1
     for (int jl = 0; jl < 2; ++jl) {
       const int j = 4 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
       if (n >= a.w.inter) continue;
-      const float g0 = acc[4 * j + 2 * h], g1 = acc[4 * j + 2 * h + 1];
-      const float u0 = acc[4 * (j + 2) + 2 * h], u1 = acc[4 * (j + 2) + 2 * h + 1];
-      *reinterpret_cast<uint32_t*>(row + n) =
-          kSiluNoBias ? f32x2_to_bf16x2(gated_activation_as<Act::Silu>(a.act, g0, u0),
-                                        gated_activation_as<Act::Silu>(a.act, g1, u1))
-                      : h_pair_bits(a, e, n, g0, g1, u0, u1);
+      *reinterpret_cast<uint32_t*>(row + n) = h_pair_of<kSiluNoBias>(a, e, n, j, h, acc);
     }
 }
 
@@ -224,10 +231,19 @@ __device__ __forceinline__ void store_y_pair(const MmaKernelArgs& a, int e, size
     *reinterpret_cast<float2*>(a.y + pair * H + n) = v;
 }
 
-// Stage 2's outputs of one tile row from a thread's accumulators: y's row `row` (bf16 or fp32), columns
-// n0 + 8 j + 2 tig (+1) from acc[4 j + 2 h] (+1), with the expert's bias `bias` (kBias). The format and the
-// bias are the caller's template choice, not tested per store as store_y_pair does (ptxas kept a branch and
-// both formats' code per store there: ~33 instructions per pair of outputs in the wgmma kernel's epilogue).
+// Stage 2's outputs n0 + 8 j + 2 tig (+1) of tile row row0 + 8 h from a thread's accumulators (acc[4 j + 2
+// h],
+// + 1), with the expert's bias `bias` when kBias (n < H).
+template <bool kBias>
+__device__ __forceinline__ float2 y_pair_of(const float* bias, int n, int j, int h, const float (&acc)[64]) {
+  float2 v = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  if (kBias) v.x += bias[n], v.y += bias[n + 1];
+  return v;
+}
+
+// Stage 2's outputs of one tile row (y_pair_of) to y's row `row` (bf16 or fp32). The format and the bias are
+// the caller's template choice, not tested per store as store_y_pair does (ptxas kept a branch and both
+// formats' code per store there: ~33 instructions per pair of outputs in the wgmma kernel's epilogue).
 template <bool kBias, typename T>
 __device__ __forceinline__ void store_y_row(T* row, const float* bias, int n0, int H, int tig, int h,
                                             const float (&acc)[64]) {
@@ -235,8 +251,7 @@ __device__ __forceinline__ void store_y_row(T* row, const float* bias, int n0, i
   for (int j = 0; j < 16; ++j) {
     const int n = n0 + 8 * j + 2 * tig;
     if (n >= H) continue;
-    float2 v = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-    if (kBias) v.x += bias[n], v.y += bias[n + 1];
+    const float2 v = y_pair_of<kBias>(bias, n, j, h, acc);
     if constexpr (sizeof(T) == 2)
       *reinterpret_cast<uint32_t*>(row + n) = f32x2_to_bf16x2(v.x, v.y);
     else
