@@ -473,7 +473,9 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
-EnvSwitch staged_switch("MOE_WGMMA_STAGED", false);
+// Off until measured: stage 1's outputs (h or h codes) and stage 2's (bf16 y) through the warps' staged rows.
+EnvSwitch staged_h_switch("MOE_WGMMA_STAGED_H", false);
+EnvSwitch staged_y_switch("MOE_WGMMA_STAGED_Y", false);
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -484,7 +486,7 @@ bool aligned16(const void* p) {
 // bf16 h's 8; stage 2: bf16 y, H % 8 == 0).
 template <int kStage>
 bool staged_outputs_fit(const MmaKernelArgs& k) {
-  if (!staged_switch.get()) return false;
+  if (!grouped_gemm_staged(kStage)) return false;
   if (kStage == 1)
     return k.w.inter % 16 == 0 && (k.h_codes ? aligned16(k.h_codes) && k.w.phase % 16 == 0 : aligned16(k.h));
   return k.y_bf16 && k.w.hidden % 8 == 0 && aligned16(k.y_bf16);
@@ -587,12 +589,12 @@ void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
 }
 
-bool grouped_gemm_staged() {
-  return staged_switch.get();
+bool grouped_gemm_staged(int stage) {
+  return (stage == 1 ? staged_h_switch : staged_y_switch).get();
 }
 
-void set_grouped_gemm_staged(bool on) {
-  staged_switch.set(on);
+void set_grouped_gemm_staged(int stage, bool on) {
+  (stage == 1 ? staged_h_switch : staged_y_switch).set(on);
 }
 
 bool grouped_gemm_tma_a() {
