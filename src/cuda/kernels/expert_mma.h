@@ -86,9 +86,10 @@ bool grouped_gemm_ahead();
 void set_grouped_gemm_ahead(bool on);
 // Whether the wgmma kernel's consumer warps send stage `stage`'s outputs (1: h or h codes; 2: bf16 y) through
 // their rows in shared memory and store whole 16-byte chunks of rows, instead of their fragments' 2- and
-// 4-byte pieces (the same bits; stage 2's ring then keeps 5 slots): off unless MOE_WGMMA_STAGED_H=1 (stage 1)
-// or MOE_WGMMA_STAGED_Y=1 (stage 2); set_grouped_gemm_staged overrides it (expert_wgmma.cu). Needs the item
-// loads ahead.
+// 4-byte pieces (the same bits; stage 2's ring then keeps 5 slots): on unless MOE_WGMMA_STAGED_H=0 (stage 1)
+// or MOE_WGMMA_STAGED_Y=0 (stage 2) (H100, session 27: Qwen3-30B-A3B fp8 M=4096 -5.6 %, DeepSeek-V3 TP8 -12
+// %, Qwen3-235B-A22B TP8 -19 %); set_grouped_gemm_staged overrides it (expert_wgmma.cu). Needs the item loads
+// ahead.
 bool grouped_gemm_staged(int stage);
 void set_grouped_gemm_staged(int stage, bool on);
 // Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised
