@@ -310,24 +310,23 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // the combine (grouped_gemm_y_bf16: other bits, near the fp32 y's); the wgmma kernel with its consumers'
   // item loads ahead (grouped_gemm_ahead), with h by sorted position for a one-box A in stage 2
   // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
-  // (grouped_gemm_uniform_scales), with all three (the defaults), and with its second consumer warpgroup
-  // three K steps behind the first (grouped_gemm_skew_steps; M=1 and 5 have fewer steps than that): the same
-  // bits. Each row sets every switch, so the rows without one run with it off.
+  // (grouped_gemm_uniform_scales), and with all three (the defaults), and with its outputs through the warps'
+  // staged rows (grouped_gemm_staged, which needs the loads ahead): the same bits, y in bf16 the same bits as
+  // its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool ahead = false, h_by_position = false, uniform_scales = false;
-    int skew_steps = 0;
+    bool ahead = false, h_by_position = false, uniform_scales = false, staged = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
-  std::map<std::pair<bool, bool>, std::vector<float>> fp32_y_out;
+  std::map<std::pair<bool, bool>, std::vector<float>> fp32_y_out, bf16_y_out;
   const bool tma_a_default = cuda::grouped_gemm_tma_a(),
              quantise_h_default = cuda::grouped_gemm_quantises_h(),
              y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
-             uniform_scales_default = cuda::grouped_gemm_uniform_scales();
-  const int skew_steps_default = cuda::grouped_gemm_skew_steps();
+             uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
+             staged_default = cuda::grouped_gemm_staged();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -342,10 +341,17 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, uniform scales", true, false, false, false, false, false, false, true},
         Kernel{"wgmma, ahead, h by position, uniform scales", true, false, false, false, false, true, true,
                true},
-        Kernel{"wgmma, skewed 3 steps", true, false, false, false, false, false, false, false, 3},
+        Kernel{"wgmma, ahead, staged", true, false, false, false, false, true, false, false, true},
+        Kernel{"wgmma, ahead, h quantised, staged", true, false, false, true, false, true, false, false,
+               true},
+        Kernel{"wgmma, ahead, h by position, uniform scales, staged", true, false, false, false, false, true,
+               true, true, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
+        Kernel{"wgmma, ahead, staged, y in bf16", true, false, false, false, true, true, false, false, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales, staged, y in bf16", true, false, false, false,
+               true, true, true, true, true},
         Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
@@ -355,7 +361,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_ahead(kernel.ahead);
     cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
-    cuda::set_grouped_gemm_skew_steps(kernel.skew_steps);
+    cuda::set_grouped_gemm_staged(kernel.staged);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -388,6 +394,12 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                   verdict_line(near, 5e-3).c_str());
       EXPECT_TRUE(near.passed(5e-3)) << name << " vs fp32 y: " << verdict_line(near, 5e-3);
       EXPECT_NE(0, std::memcmp(a.data(), first.data(), a.size() * 4)) << name << ": y was not rounded";
+      std::vector<float>& first_bf16 = bf16_y_out[{kernel.wgmma, kernel.swap}];
+      if (first_bf16.empty())
+        first_bf16 = a;
+      else
+        EXPECT_EQ(0, std::memcmp(a.data(), first_bf16.data(), a.size() * 4))
+            << name << ": not the bits of its kind's first y in bf16";
     }
   }
   cuda::set_grouped_gemm_wgmma(true);
@@ -399,7 +411,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_ahead(ahead_default);
   cuda::set_grouped_gemm_h_by_position(h_by_position_default);
   cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
-  cuda::set_grouped_gemm_skew_steps(skew_steps_default);
+  cuda::set_grouped_gemm_staged(staged_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -43,8 +43,7 @@ template <int kCols>
 __device__ __forceinline__ void store_bf16(uint16_t* out, const float (&acc)[kCols]) {
   uint32_t packed[kCols / 2];
 #pragma unroll
-  for (int i = 0; i < kCols / 2; ++i)
-    packed[i] = f32_to_bf16(acc[2 * i]) | (static_cast<uint32_t>(f32_to_bf16(acc[2 * i + 1])) << 16);
+  for (int i = 0; i < kCols / 2; ++i) packed[i] = f32x2_to_bf16x2(acc[2 * i], acc[2 * i + 1]);
   if constexpr (kCols == 8)
     *reinterpret_cast<uint4*>(out) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
   else

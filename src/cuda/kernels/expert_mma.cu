@@ -193,8 +193,6 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.h_by_position = pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_h_by_position() &&
                       !k.h_codes && !grouped_gemm_tma_a() && g.pairs_all_local;
     k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
-    k.skew_cycles = grouped_gemm_skew_cycles();
-    k.skew_steps = grouped_gemm_skew_steps();
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;

@@ -84,6 +84,12 @@ void set_grouped_gemm_tma_a(bool on);
 // faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
 bool grouped_gemm_ahead();
 void set_grouped_gemm_ahead(bool on);
+// Whether the wgmma kernel's consumer warps send their outputs (stage 1's h or h codes, stage 2's bf16 y)
+// through their rows in shared memory and store whole 16-byte chunks of rows, instead of their fragments'
+// 2- and 4-byte pieces (the same bits; stage 2's ring keeps 5 slots): off unless MOE_WGMMA_STAGED=1 (not yet
+// measured); set_grouped_gemm_staged overrides it (expert_wgmma.cu). Needs the item loads ahead.
+bool grouped_gemm_staged();
+void set_grouped_gemm_staged(bool on);
 // Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised
 // by fp8_rows) writes h by sorted position: for fp8 stage 2's copier then brings each step's A tile as one
 // tensor-map box instead of 128 cp.async rows, for bf16 its cp.async rows are consecutive (the same bits): on
@@ -97,14 +103,6 @@ void set_grouped_gemm_h_by_position(bool on);
 // overrides it (expert_wgmma.cu).
 bool grouped_gemm_uniform_scales();
 void set_grouped_gemm_uniform_scales(bool on);
-// Cycles the wgmma kernel's second consumer warpgroup waits at its start (MOE_WGMMA_SKEW, read once; 0 by
-// default): a measurement of whether the two warpgroups stay apart once put apart (session 26: no change).
-int grouped_gemm_skew_cycles();
-// K steps warpgroup 0 releases before warpgroup 1 starts (MOE_WGMMA_SKEW_STEPS, 0-5, read once; 0 by
-// default; set_grouped_gemm_skew_steps overrides it): a measurement of whether an offset of whole steps holds
-// and puts one's item epilogue under the other's steps (session 26: no change in time or cycle accounting).
-int grouped_gemm_skew_steps();
-void set_grouped_gemm_skew_steps(int steps);
 // Whether the wgmma kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h, when the rank's phase is a multiple of 64) instead of writing bf16 h for
 // fp8_rows: off unless MOE_WGMMA_QUANT_H=1 (measured slower); set_grouped_gemm_quantises_h overrides it.

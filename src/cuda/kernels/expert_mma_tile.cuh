@@ -55,11 +55,6 @@ struct MmaKernelArgs {
   // when the rank's phase is a multiple of 64), so the promotion reads one or two
   // (add_scaled_partial_uniform).
   int uniform_col_scales;
-  // The wgmma kernel's consumer warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW; 0:
-  // together).
-  int skew_cycles;
-  // ... or starts once warpgroup 0 has released this many K steps (MOE_WGMMA_SKEW_STEPS; 0: together).
-  int skew_steps;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.
@@ -184,8 +179,36 @@ __device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, i
     u0 += b[P + n];
     u1 += b[P + n + 1];
   }
-  return static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g0, u0))) |
-         static_cast<uint32_t>(f32_to_bf16(gated_activation(a.act, g1, u1))) << 16;
+  return f32x2_to_bf16x2(gated_activation(a.act, g0, u0), gated_activation(a.act, g1, u1));
+}
+
+// Stage 1's outputs n, n + 1 (n = n0 + 16 jj + 8 jl + 2 tig for j = 4 jj + jl) of tile row row0 + 8 h from a
+// thread's accumulators (columns 32 jj .. 32 jj + 15 gate rows, the next 16 their up rows), packed as
+// h_pair_bits does. kSiluNoBias: the caller knows the kind is SiLU and there is no bias (the Qwen3 and
+// DeepSeek experts), so no pair tests them as h_pair_bits does (52 -> 23 SASS instructions a pair); the same
+// values either way.
+template <bool kSiluNoBias>
+__device__ __forceinline__ uint32_t h_pair_of(const MmaKernelArgs& a, int e, int n, int j, int h,
+                                              const float (&acc)[64]) {
+  const float g0 = acc[4 * j + 2 * h], g1 = acc[4 * j + 2 * h + 1];
+  const float u0 = acc[4 * (j + 2) + 2 * h], u1 = acc[4 * (j + 2) + 2 * h + 1];
+  return kSiluNoBias ? f32x2_to_bf16x2(gated_activation_as<Act::Silu>(a.act, g0, u0),
+                                       gated_activation_as<Act::Silu>(a.act, g1, u1))
+                     : h_pair_bits(a, e, n, g0, g1, u0, u1);
+}
+
+// Stage 1's outputs of one tile row (h_pair_of) to h's row `row`.
+template <bool kSiluNoBias>
+__device__ __forceinline__ void store_h_row(const MmaKernelArgs& a, int e, uint16_t* row, int n0, int tig,
+                                            int h, const float (&acc)[64]) {
+#pragma unroll
+  for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+    for (int jl = 0; jl < 2; ++jl) {
+      const int j = 4 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
+      if (n >= a.w.inter) continue;
+      *reinterpret_cast<uint32_t*>(row + n) = h_pair_of<kSiluNoBias>(a, e, n, j, h, acc);
+    }
 }
 
 // Stage 1's output for pair `pair`: h[pair][n, n + 1] as bf16.
@@ -203,10 +226,37 @@ __device__ __forceinline__ void store_y_pair(const MmaKernelArgs& a, int e, size
     v.y += a.w.w2_bias[static_cast<size_t>(e) * H + n + 1];
   }
   if (a.y_bf16)
-    *reinterpret_cast<uint32_t*>(a.y_bf16 + pair * H + n) =
-        f32_to_bf16(v.x) | (static_cast<uint32_t>(f32_to_bf16(v.y)) << 16);
+    *reinterpret_cast<uint32_t*>(a.y_bf16 + pair * H + n) = f32x2_to_bf16x2(v.x, v.y);
   else
     *reinterpret_cast<float2*>(a.y + pair * H + n) = v;
+}
+
+// Stage 2's outputs n0 + 8 j + 2 tig (+1) of tile row row0 + 8 h from a thread's accumulators (acc[4 j + 2
+// h],
+// + 1), with the expert's bias `bias` when kBias (n < H).
+template <bool kBias>
+__device__ __forceinline__ float2 y_pair_of(const float* bias, int n, int j, int h, const float (&acc)[64]) {
+  float2 v = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  if (kBias) v.x += bias[n], v.y += bias[n + 1];
+  return v;
+}
+
+// Stage 2's outputs of one tile row (y_pair_of) to y's row `row` (bf16 or fp32). The format and the bias are
+// the caller's template choice, not tested per store as store_y_pair does (ptxas kept a branch and both
+// formats' code per store there: ~33 instructions per pair of outputs in the wgmma kernel's epilogue).
+template <bool kBias, typename T>
+__device__ __forceinline__ void store_y_row(T* row, const float* bias, int n0, int H, int tig, int h,
+                                            const float (&acc)[64]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int n = n0 + 8 * j + 2 * tig;
+    if (n >= H) continue;
+    const float2 v = y_pair_of<kBias>(bias, n, j, h, acc);
+    if constexpr (sizeof(T) == 2)
+      *reinterpret_cast<uint32_t*>(row + n) = f32x2_to_bf16x2(v.x, v.y);
+    else
+      *reinterpret_cast<float2*>(row + n) = v;
+  }
 }
 
 }  // namespace moe::cuda

@@ -20,6 +20,7 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/staged_epilogue.cuh"
 #include "cuda/kernels/stamp_buffer.h"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
@@ -33,41 +34,44 @@ constexpr int slot_bytes() {
   return (mma_stage_bytes<kFp8>() + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 
-// The pair ids of this thread's two tile rows (row0 and row0 + 8) of the item from m0; -1 past the expert's
-// end.
-__device__ __forceinline__ void row_pairs(const MmaKernelArgs& a, int m0, int m_end, int row0,
-                                          int (&pairs)[2]) {
+// The output rows of this thread's two tile rows (row0 and row0 + 8) of the item from m0, -1 past the
+// expert's end: their pair ids, or, where stage 1 writes h by sorted position (a.h_by_position), the
+// positions themselves (stage 2 then reads each tile's rows as one box), with no load.
+template <int kStage>
+__device__ __forceinline__ void output_rows(const MmaKernelArgs& a, int m0, int m_end, int row0,
+                                            int (&rows)[2]) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) pairs[h] = m0 + row0 + 8 * h < m_end ? a.sorted_pairs[m0 + row0 + 8 * h] : -1;
+  for (int h = 0; h < 2; ++h) {
+    const int p = m0 + row0 + 8 * h;
+    rows[h] = p >= m_end ? -1 : kStage == 1 && a.h_by_position ? p : a.sorted_pairs[p];
+  }
 }
 
-// A finished tile's outputs from a warpgroup's accumulators: this thread's rows (their pair ids from
-// row_pairs), its columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
+// A finished tile's outputs from a warpgroup's accumulators: this thread's output rows (output_rows), its
+// columns 8j + 2 tig (+1) (the wgmma fragment, wgmma_sm90.cuh).
 template <int kStage>
-__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&pairs)[2],
+__device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0, const int (&rows)[2],
                                            int tig, const float (&acc)[64]) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if (pairs[h] < 0) continue;
-    const size_t pair = static_cast<size_t>(pairs[h]);
+    if (rows[h] < 0) continue;
+    const size_t row = static_cast<size_t>(rows[h]);
     if (kStage == 1) {
-      // Columns 32jj..32jj+15 are gate rows of outputs n0 + 16jj + (0..15), the next 16 their up rows.
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-        for (int jl = 0; jl < 2; ++jl) {
-          const int j = 4 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
-          if (n < P)
-            store_h_pair(a, e, pair, n, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], acc[4 * (j + 2) + 2 * h],
-                         acc[4 * (j + 2) + 2 * h + 1]);
-        }
+      if (a.act.act == Act::Silu && !a.w.w13_bias)
+        store_h_row<true>(a, e, a.h + row * P, n0, tig, h, acc);
+      else
+        store_h_row<false>(a, e, a.h + row * P, n0, tig, h, acc);
     } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const int n = n0 + 8 * j + 2 * tig;
-        if (n < H) store_y_pair(a, e, pair, n, make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-      }
+      const float* bias = a.w.w2_bias ? a.w.w2_bias + static_cast<size_t>(e) * H : nullptr;
+      if (a.y_bf16 && bias)
+        store_y_row<true>(a.y_bf16 + row * H, bias, n0, H, tig, h, acc);
+      else if (a.y_bf16)
+        store_y_row<false>(a.y_bf16 + row * H, bias, n0, H, tig, h, acc);
+      else if (bias)
+        store_y_row<true>(a.y + row * H, bias, n0, H, tig, h, acc);
+      else
+        store_y_row<false>(a.y + row * H, bias, n0, H, tig, h, acc);
     }
   }
 }
@@ -82,6 +86,22 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0
 // the other's wgmma. The copier gives registers to the consumers (setmaxnreg; 80 is the least at which its
 // row offsets do not spill).
 constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+
+// kStaged: the consumer warps' outputs go through their rows in shared memory (staged_epilogue.cuh) after
+// the ring: stage 2's bf16 y 256 bytes a row (32 KB for the 8 warps: the ring keeps 5 slots, 165 KB + 32 KB
+// of 227 KB; its copier waited 1235 cycles a step for an empty slot at M=4096, so a slot fewer should not
+// starve it), stage 1's h or h codes 128 bytes a row (16 KB: 6 slots).
+template <int kStage, bool kStaged>
+constexpr int ring_slots() {
+  return kStaged && kStage == 2 ? kStages - 1 : kStages;
+}
+template <int kStage>
+using StageRows = WarpRowStage<kStage == 1 ? 128 : 256>;
+template <bool kFp8, int kStage, bool kStaged>
+constexpr int kernel_smem_bytes() {
+  return ring_slots<kStage, kStaged>() * slot_bytes<kFp8>() + (kStaged ? 8 * StageRows<kStage>::kBytes : 0) +
+         kSwizzleAlign;  // + room to align the dynamic base
+}
 
 // A work item's tile: expert, first pair, end of the expert's pairs, first output column.
 struct WorkItem {
@@ -225,26 +245,30 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 // end (after the first K step), and its output rows' pair ids at the item's start, so that the latency of
 // these dependent loads runs under the K steps instead of between items (the cycle accounting had the
 // epilogues and item set-ups at 32 % of stage 1's consumer time and 44 % of stage 2's, M=4096).
-template <bool kFp8, int kStage, int kTmaA, bool kAhead>
+//
+// kStaged (kAhead only): the outputs through the warps' rows in shared memory (ring_slots).
+template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
+  static_assert(kAhead || !kStaged, "staged outputs take their rows from the item loads ahead");
+  constexpr int kRing = ring_slots<kStage, kStaged>();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
   if (static_cast<int>(blockIdx.x) >= runs) return;
   constexpr int kSlot = slot_bytes<kFp8>();
-  __shared__ uint64_t full[kStages], empty[kStages];
+  __shared__ uint64_t full[kRing], empty[kRing];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
-  const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
+  uint8_t* const smem = smem_raw + (smem0 - smem_addr(smem_raw));
   init_ring_barriers(full, empty, kFp8);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     Cycles cycles;
-    int ring = 0;  // the block's K steps so far: slot ring % kStages, its round ring / kStages
+    int ring = 0;  // the block's K steps so far: slot ring % kRing, its round ring / kRing
     const int P = a.w.inter, H = a.w.hidden;
     for (int r = blockIdx.x; r < runs; r += gridDim.x) {
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
@@ -262,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // their columns are never stored; past the tensor's end they are zeros).
         const int b_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
         for (int step = 0; step < a.steps; ++step, ++ring) {
-          const int slot = ring % kStages, round = ring / kStages;
+          const int slot = ring % kRing, round = ring / kRing;
           cycles.mark(kCyIssue);
           if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
           cycles.mark(kCyWait);
@@ -305,18 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
-  if (cw == 1 && a.skew_cycles > 0) {
-    // Warpgroup 1 starts this many cycles after warpgroup 0 (MOE_WGMMA_SKEW), so that one's promotion can run
-    // under the other's wgmma instead of both promoting at once (a measurement: whether the offset holds).
-    const long long until = clock64() + a.skew_cycles;
-    while (clock64() < until) {
-    }
-  }
-  // Warpgroup 1 starts once warpgroup 0 has released a.skew_steps K steps (named barrier 1: warpgroup 0's
-  // threads arrive, warpgroup 1's wait; fewer than kStages steps, which the copier fills without warpgroup
-  // 1's releases).
-  constexpr int kSkewBarrier = 1;
-  if (cw == 1 && a.skew_steps > 0) named_barrier_sync(kSkewBarrier, 256);
+  const StageRows<kStage> stage_rows{smem + kRing * kSlot + (4 * cw + wq) * StageRows<kStage>::kBytes};
   Cycles cycles;
   int ring = 0;
   // The block's work items in order: run r's column blocks cb, then run r + gridDim.x's.
@@ -338,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int next_end = 0, pairs[2] = {-1, -1};
     if (kAhead) {
       if (has_next) next_tile = a.tiles[next_run.tile];
-      row_pairs(a, w.m0, w.m_end, row0, pairs);
+      output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
     }
     {
       float acc[64];
@@ -350,7 +363,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
       };
       for (int step = 0; step < a.steps; ++step, ++ring) {
-        const int slot = ring % kStages, round = ring / kStages;
+        const int slot = ring % kRing, round = ring / kRing;
         cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
         mbar_wait(&full[slot], round & 1);
         cycles.mark(kCyWait);
@@ -389,7 +402,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
-        if (cw == 0 && ring + 1 == a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
         // The next item's expert end, now that its tile entry has had a K step to arrive.
         if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
@@ -401,24 +413,37 @@ __global__ void __launch_bounds__(kThreads, 1)
         } else {
           const bool two = run.end - run.begin == 2;
           const int first_n0 = w.n0 - kStage1BlockOutputs;
-          if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
+          if (!kAhead) output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
+          const int g0 = 128 * run.group - a.w.phase;  // the group's first output
+          if (kStaged) stage_rows.begin();
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
+            const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
+            if (kStaged) {  // (every row, stored or not: store_staged_h_codes skips rows past the expert's)
+              if (two) stage_h_codes(a, g0, first_n0, lane, h, first.bits[h], s, stage_rows);
+              stage_h_codes(a, g0, w.n0, lane, h, b.bits[h], s, stage_rows);
+            }
             if (pairs[h] < 0) continue;
             const size_t pair = static_cast<size_t>(pairs[h]);
-            const float s = fp8_group_scale(two ? fmaxf(b.amax[h], first.amax[h]) : b.amax[h]);
-            if (two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
-            store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
+            if (!kStaged && two) store_h_codes(a, pair, first_n0, tig, first.bits[h], s);
+            if (!kStaged) store_h_codes(a, pair, w.n0, tig, b.bits[h], s);
             if (tig == 0) a.h_scales[pair * a.h_groups + run.group] = s;
           }
+          if (kStaged) store_staged_h_codes(a, g0, pairs, lane, stage_rows);
         }
+      } else if (kStaged && kStage == 1) {
+        if (a.act.act == Act::Silu && !a.w.w13_bias)
+          stage_h_tile<true>(a, w.e, w.n0, pairs, lane, stage_rows, acc);
+        else
+          stage_h_tile<false>(a, w.e, w.n0, pairs, lane, stage_rows, acc);
+      } else if (kStaged && a.y_bf16) {
+        if (a.w.w2_bias)
+          stage_y_tile<true>(a, a.w.w2_bias + static_cast<size_t>(w.e) * a.w.hidden, w.n0, pairs, lane,
+                             stage_rows, acc);
+        else
+          stage_y_tile<false>(a, nullptr, w.n0, pairs, lane, stage_rows, acc);
       } else {
-        if (!kAhead) row_pairs(a, w.m0, w.m_end, row0, pairs);
-        if (kStage == 1 && a.h_by_position) {
-          // h's rows by sorted position: stage 2 then reads each tile's rows as one box.
-#pragma unroll
-          for (int h = 0; h < 2; ++h) pairs[h] = pairs[h] >= 0 ? w.m0 + row0 + 8 * h : -1;
-        }
+        if (!kAhead) output_rows<kStage>(a, w.m0, w.m_end, row0, pairs);
         store_tile<kStage>(a, w.e, w.n0, pairs, tig, acc);
       }
       cycles.mark(kCyEpilogue);
@@ -430,8 +455,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     run = next_run;
     cb = next_cb;
   }
-  // Warpgroup 0 had fewer steps than the skew: warpgroup 1 still waits on its arrival.
-  if (cw == 0 && a.skew_steps > 0 && ring < a.skew_steps) named_barrier_arrive(kSkewBarrier, 256);
   cycles.flush(kStage, 4 * cw + wq);
 #else
   __trap();
@@ -450,10 +473,22 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
-// 0 (no skew) by default: measurements (grouped_gemm_skew_cycles, grouped_gemm_skew_steps; the latter under
-// kStages). Session 26: no skew changed the time or the cycle accounting (M=4096 856-867 against 861 us).
-EnvCount skew_count("MOE_WGMMA_SKEW", 0, 0, 100000);
-EnvCount skew_steps_count("MOE_WGMMA_SKEW_STEPS", 0, 0, kStages - 1);
+EnvSwitch staged_switch("MOE_WGMMA_STAGED", false);
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// Whether this stage's outputs can go through the warps' staged rows (kStaged): the switch is on and every
+// 16-byte chunk a warp stores is whole and aligned (stage 1: P % 16 == 0 for h codes' 16 outputs a chunk and
+// bf16 h's 8; stage 2: bf16 y, H % 8 == 0).
+template <int kStage>
+bool staged_outputs_fit(const MmaKernelArgs& k) {
+  if (!staged_switch.get()) return false;
+  if (kStage == 1)
+    return k.w.inter % 16 == 0 && (k.h_codes ? aligned16(k.h_codes) && k.w.phase % 16 == 0 : aligned16(k.h));
+  return k.y_bf16 && k.w.hidden % 8 == 0 && aligned16(k.y_bf16);
+}
 
 template <bool kFp8, int kStage, int kTmaA>
 void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
@@ -461,9 +496,15 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const int n_blocks = (out + per_block - 1) / per_block;
   // Runs of column blocks (run_of): one group of h each when stage 1 quantises h, else one block.
   const int n_runs = kStage == 1 && k.h_codes ? k.h_groups : n_blocks;
-  constexpr int smem = kStages * slot_bytes<kFp8>() + kSwizzleAlign;  // + room to align the dynamic base
-  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, true>
-                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, false>;
+  auto kernel = grouped_gemm_ahead() ? expert_wgmma_kernel<kFp8, kStage, kTmaA, true, false>
+                                     : expert_wgmma_kernel<kFp8, kStage, kTmaA, false, false>;
+  int smem = kernel_smem_bytes<kFp8, kStage, false>();
+  if constexpr (kTmaA != kTmaRows) {
+    if (grouped_gemm_ahead() && staged_outputs_fit<kStage>(k)) {
+      kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true>;
+      smem = kernel_smem_bytes<kFp8, kStage, true>();
+    }
+  }
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // One block per SM (no more than the most work items there can be); each walks its items.
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
@@ -530,18 +571,6 @@ void set_grouped_gemm_h_by_position(bool on) {
   h_by_position_switch.set(on);
 }
 
-int grouped_gemm_skew_cycles() {
-  return skew_count.get();
-}
-
-int grouped_gemm_skew_steps() {
-  return skew_steps_count.get();
-}
-
-void set_grouped_gemm_skew_steps(int steps) {
-  skew_steps_count.set(steps);
-}
-
 bool grouped_gemm_uniform_scales() {
   return uniform_scales_switch.get();
 }
@@ -556,6 +585,14 @@ bool grouped_gemm_ahead() {
 
 void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
+}
+
+bool grouped_gemm_staged() {
+  return staged_switch.get();
+}
+
+void set_grouped_gemm_staged(bool on) {
+  staged_switch.set(on);
 }
 
 bool grouped_gemm_tma_a() {
