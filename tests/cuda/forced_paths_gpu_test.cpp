@@ -326,7 +326,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
-             staged_default = cuda::grouped_gemm_staged();
+             staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -361,7 +361,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_ahead(kernel.ahead);
     cuda::set_grouped_gemm_h_by_position(kernel.h_by_position);
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
-    cuda::set_grouped_gemm_staged(kernel.staged);
+    cuda::set_grouped_gemm_staged(1, kernel.staged);
+    cuda::set_grouped_gemm_staged(2, kernel.staged);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -411,7 +412,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_ahead(ahead_default);
   cuda::set_grouped_gemm_h_by_position(h_by_position_default);
   cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
-  cuda::set_grouped_gemm_staged(staged_default);
+  cuda::set_grouped_gemm_staged(1, staged_h_default);
+  cuda::set_grouped_gemm_staged(2, staged_y_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

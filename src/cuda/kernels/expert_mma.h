@@ -84,14 +84,14 @@ void set_grouped_gemm_tma_a(bool on);
 // faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).
 bool grouped_gemm_ahead();
 void set_grouped_gemm_ahead(bool on);
-// Whether the wgmma kernel's consumer warps send their outputs (stage 1's h or h codes, stage 2's bf16 y)
-// through their rows in shared memory and store whole 16-byte chunks of rows, instead of their fragments'
-// 2- and 4-byte pieces (the same bits; stage 2's ring keeps 5 slots): off unless MOE_WGMMA_STAGED=1 (H100,
-// session 27: Qwen3-30B-A3B fp8 M=4096 697 against 701 us, bf16 873 against 902, but DeepSeek-V3 TP8 fp8
-// M=1024 596 against 558); set_grouped_gemm_staged overrides it (expert_wgmma.cu). Needs the item loads
+// Whether the wgmma kernel's consumer warps send stage `stage`'s outputs (1: h or h codes; 2: bf16 y) through
+// their rows in shared memory and store whole 16-byte chunks of rows, instead of their fragments' 2- and
+// 4-byte pieces (the same bits; stage 2's ring then keeps 5 slots): on unless MOE_WGMMA_STAGED_H=0 (stage 1)
+// or MOE_WGMMA_STAGED_Y=0 (stage 2) (H100, session 27: Qwen3-30B-A3B fp8 M=4096 -5.6 %, DeepSeek-V3 TP8 -12
+// %, Qwen3-235B-A22B TP8 -19 %); set_grouped_gemm_staged overrides it (expert_wgmma.cu). Needs the item loads
 // ahead.
-bool grouped_gemm_staged();
-void set_grouped_gemm_staged(bool on);
+bool grouped_gemm_staged(int stage);
+void set_grouped_gemm_staged(int stage, bool on);
 // Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised
 // by fp8_rows) writes h by sorted position: for fp8 stage 2's copier then brings each step's A tile as one
 // tensor-map box instead of 128 cp.async rows, for bf16 its cp.async rows are consecutive (the same bits): on

@@ -233,11 +233,11 @@ __device__ __forceinline__ void store_y_pair(const MmaKernelArgs& a, int e, size
 
 // Stage 2's outputs n0 + 8 j + 2 tig (+1) of tile row row0 + 8 h from a thread's accumulators (acc[4 j + 2
 // h],
-// + 1), with the expert's bias `bias` when kBias (n < H).
+// + 1), with the expert's bias `bias` when kBias and bias is set (n < H).
 template <bool kBias>
 __device__ __forceinline__ float2 y_pair_of(const float* bias, int n, int j, int h, const float (&acc)[64]) {
   float2 v = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-  if (kBias) v.x += bias[n], v.y += bias[n + 1];
+  if (kBias && bias) v.x += bias[n], v.y += bias[n + 1];
   return v;
 }
 

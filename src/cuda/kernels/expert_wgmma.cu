@@ -473,7 +473,14 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 EnvSwitch h_by_position_switch("MOE_WGMMA_H_BY_POSITION", true);
 EnvSwitch uniform_scales_switch("MOE_WGMMA_UNIFORM_SCALES", true);
 EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
-EnvSwitch staged_switch("MOE_WGMMA_STAGED", false);
+// On by default since session 27: stage 1's outputs (h or h codes) and stage 2's (bf16 y) through the warps'
+// staged rows, stored as whole 16-byte chunks of rows. Measured on an H100 (two rounds, off -> both on):
+// Qwen3-30B-A3B fp8 M=4096 689/699 -> 661/649 us, bf16 929/900 -> 852/834; DeepSeek-V3 TP8 fp8 M=4096 1369 ->
+// 1207, M=1024 560 -> 541; Qwen3-235B-A22B TP8 fp8 M=4096 676 -> 548; at M=256 within 1 %. Stage 2's part is
+// most of it (y alone: 665/652, 1205, 549); the first version, 4-byte shared stores instead of stmatrix, was
+// slower than none on DeepSeek-V3 TP8 M=1024 (596 against 558).
+EnvSwitch staged_h_switch("MOE_WGMMA_STAGED_H", true);
+EnvSwitch staged_y_switch("MOE_WGMMA_STAGED_Y", true);
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -484,7 +491,7 @@ bool aligned16(const void* p) {
 // bf16 h's 8; stage 2: bf16 y, H % 8 == 0).
 template <int kStage>
 bool staged_outputs_fit(const MmaKernelArgs& k) {
-  if (!staged_switch.get()) return false;
+  if (!grouped_gemm_staged(kStage)) return false;
   if (kStage == 1)
     return k.w.inter % 16 == 0 && (k.h_codes ? aligned16(k.h_codes) && k.w.phase % 16 == 0 : aligned16(k.h));
   return k.y_bf16 && k.w.hidden % 8 == 0 && aligned16(k.y_bf16);
@@ -587,12 +594,12 @@ void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
 }
 
-bool grouped_gemm_staged() {
-  return staged_switch.get();
+bool grouped_gemm_staged(int stage) {
+  return (stage == 1 ? staged_h_switch : staged_y_switch).get();
 }
 
-void set_grouped_gemm_staged(bool on) {
-  staged_switch.set(on);
+void set_grouped_gemm_staged(int stage, bool on) {
+  (stage == 1 ? staged_h_switch : staged_y_switch).set(on);
 }
 
 bool grouped_gemm_tma_a() {

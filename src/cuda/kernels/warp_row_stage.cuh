@@ -29,6 +29,16 @@ struct WarpRowStage {
     return base + row * kRowBytes + ((((byte >> 4) ^ (row & 7))) << 4) + (byte & 15);
   }
 
+  // Four 8x8 matrices of 16-bit values in the mma fragment layout (lane l holds elements 2 (l % 4), +1 of row
+  // l / 4 of matrix i in r[i]), each row of matrix i to the 16 bytes at the address lane 8 i + row gives
+  // (`row_at`: this lane's): one stmatrix, where 4-byte stores took four instructions.
+  __device__ __forceinline__ void store_matrices(const uint8_t* row_at, const uint32_t (&r)[4]) const {
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(row_at));
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  }
+
   // Before writing: the warp's reads of the previous rows are done.
   __device__ __forceinline__ void begin() const { __syncwarp(); }
 
