@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 28, first call (from main at cb328ff or later with the same kernels). Session 27 landed next/s27's
+# epilogues and put staged outputs on by default (H100: Qwen3-30B-A3B fp8 M=4096 661 us, 467 TFLOP/s); nothing
+# since session 23 has run on an H200. Steps:
+#  1. gpu-check of main with its benchmarks (the targets table's figures; on an H200 if one comes);
+#  2. Auto's choice for the large-hidden shapes below 128 tokens (DeepSeek-V3 TP8 fp8 M=64 took the swap-AB
+#     stages at 587.6 us, 3.11x its floor, slower than its own M=256 on the grouped GEMM, 418.8 us): Auto,
+#     mma and swap-ab at M=16..256;
+#  3. ncu warp stalls of the swapped wgmma kernel at Qwen3-30B-A3B fp8 M=256 (1.40x its floor, target 1.15x)
+#     and of the swap-AB stage 1 at DeepSeek-V3 TP8 fp8 M=64.
+# Carry: .carry/main-cb328ff-gpu.tar.xz (scripts/pack-gpu-carry build at main).
+set -uo pipefail
+export END=${END:-585}
+source bench/plans/lib/gpu-env.sh
+unpack_carry .carry/main-cb328ff-gpu.tar.xz /tmp/n
+record_gpu $R/gpu.txt
+quick_gpu_check /tmp/n/bin 200  # (200 s kept for the rest)
+pack
+PT_SHAPES=deepseek-v3-tp8,qwen3-235b-a22b-tp8,qwen3-30b-a3b PT_FORMATS=fp8_block,bf16 PT_M=16,32,48,64,96,128,192,256 \
+  timeout "$(cap 120 80)" scripts/path-thresholds /tmp/n/bin/moe > $R/path-thresholds.log 2>&1
+echo "path thresholds rc $? t=$(el)"
+cat $R/path-thresholds.log | grep -v "^path-thresholds:" | cut -c1-110
+pack
+mkdir -p $R/st
+MOE_BIN=/tmp/n/bin NCU_SKIP=8 OUT=$R/st/swapped-m256 BENCH_ARGS="bench --shapes qwen3-30b-a3b --formats fp8_block --M 256" \
+  timeout "$(cap 60 20)" scripts/profile-stalls expert_wgmma_swap 2>&1 | tail -1
+MOE_BIN=/tmp/n/bin NCU_SKIP=8 OUT=$R/st/swap-ab-dsv3-m64 BENCH_ARGS="bench --shapes deepseek-v3-tp8 --formats fp8_block --M 64" \
+  timeout "$(cap 60 5)" scripts/profile-stalls swap_ab 2>&1 | tail -1
+rm -f $R/st/*/*.ncu-rep
+for d in $R/st/*/; do grep -E "^  [a-z].*\(|Duration" "$d"/*details.txt 2>/dev/null | head -2; done
+pack
+echo "done t=$(el)"
