@@ -311,12 +311,13 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // item loads ahead (grouped_gemm_ahead), with h by sorted position for a one-box A in stage 2
   // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
   // (grouped_gemm_uniform_scales), and with all three (the defaults), and with its outputs through the warps'
-  // staged rows (grouped_gemm_staged, which needs the loads ahead): the same bits, y in bf16 the same bits as
+  // staged rows (grouped_gemm_staged, which needs the loads ahead), and with fp8 stage 2's two partials
+  // (grouped_gemm_two_parts): the same bits, y in bf16 the same bits as
   // its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
-    bool ahead = false, h_by_position = false, uniform_scales = false, staged = false;
+    bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -326,7 +327,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
-             staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
+             staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2),
+             two_parts_default = cuda::grouped_gemm_two_parts();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
@@ -346,12 +348,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                true},
         Kernel{"wgmma, ahead, h by position, uniform scales, staged", true, false, false, false, false, true,
                true, true, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts", true, false, false, false,
+               false, true, true, true, true, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
         Kernel{"wgmma, ahead, staged, y in bf16", true, false, false, false, true, true, false, false, true},
         Kernel{"wgmma, ahead, h by position, uniform scales, staged, y in bf16", true, false, false, false,
                true, true, true, true, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts, y in bf16", true, false,
+               false, false, true, true, true, true, true, true},
         Kernel{"mma.sync, y in bf16", false, false, false, false, true}}) {
     cuda::set_grouped_gemm_wgmma(kernel.wgmma);
     cuda::set_grouped_gemm_swap(kernel.swap);
@@ -363,6 +369,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
     cuda::set_grouped_gemm_staged(1, kernel.staged);
     cuda::set_grouped_gemm_staged(2, kernel.staged);
+    cuda::set_grouped_gemm_two_parts(kernel.two_parts);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -414,6 +421,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_uniform_scales(uniform_scales_default);
   cuda::set_grouped_gemm_staged(1, staged_h_default);
   cuda::set_grouped_gemm_staged(2, staged_y_default);
+  cuda::set_grouped_gemm_two_parts(two_parts_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

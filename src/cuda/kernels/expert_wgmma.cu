@@ -86,6 +86,20 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0
 // the other's wgmma. The copier gives registers to the consumers (setmaxnreg; 80 is the least at which its
 // row offsets do not spill).
 constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+// kTwoParts (fp8 stage 2): each consumer thread holds two partials of 64 besides its result, so its registers
+// rise to 224 and the copier's (A and B by the tensor memory accelerator, scales by cp.async) fall to 56,
+// within the 384 x 168 the launch allocates. (Stage 1's copier needs ~80 for its cp.async rows' offsets, and
+// its consumers spilled ~400 bytes at 216 or 224 with two partials.)
+template <bool kTwoParts>
+constexpr int copier_regs() {
+  return kTwoParts ? 56 : kCopierRegs;
+}
+template <bool kTwoParts>
+constexpr int consumer_regs() {
+  return kTwoParts ? 224 : kConsumerRegs;
+}
+static_assert(2 * 128 * consumer_regs<true>() + 128 * copier_regs<true>() <= kThreads * 168,
+              "setmaxnreg within the launch's registers");
 
 // kStaged: the consumer warps' outputs go through their rows in shared memory (staged_epilogue.cuh) after
 // the ring: stage 2's bf16 y 256 bytes a row (32 KB for the 8 warps: the ring keeps 5 slots, 165 KB + 32 KB
@@ -247,12 +261,17 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 // epilogues and item set-ups at 32 % of stage 1's consumer time and 44 % of stage 2's, M=4096).
 //
 // kStaged (kAhead only): the outputs through the warps' rows in shared memory (ring_slots).
-template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged>
+//
+// kTwoParts (fp8 stage 2 only): step k's wgmma go into partial k % 2 and step k-1's promotion runs while they
+// do (wgmma_wait<1>), where one partial had each step wait for its wgmma and then promote with the tensor
+// cores idle (the cycle accounting at M=4096: promotion and release ~30 % of the consumers' time).
+template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged, bool kTwoParts = false>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
   static_assert(kAhead || !kStaged, "staged outputs take their rows from the item loads ahead");
+  static_assert((kFp8 && kStage == 2) || !kTwoParts, "two partials for fp8 stage 2's promotion only");
   constexpr int kRing = ring_slots<kStage, kStaged>();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
@@ -266,7 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   init_ring_barriers(full, empty, kFp8);
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(copier_regs<kTwoParts>()));
     Cycles cycles;
     int ring = 0;  // the block's K steps so far: slot ring % kRing, its round ring / kRing
     const int P = a.w.inter, H = a.w.hidden;
@@ -326,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid < 32) cycles.flush(kStage, 8);
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<kTwoParts>()));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int row0 = 64 * cw + 16 * wq + gid;  // this thread's two tile rows: row0 and row0 + 8
   const StageRows<kStage> stage_rows{smem + kRing * kSlot + (4 * cw + wq) * StageRows<kStage>::kBytes};
@@ -362,7 +381,65 @@ __global__ void __launch_bounds__(kThreads, 1)
       const auto scales_of = [&](int slot) {
         return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
       };
-      for (int step = 0; step < a.steps; ++step, ++ring) {
+      // kTwoParts: a step's wgmma into `part` from the ring's next slot (its index to `slot`), not waited
+      // for.
+      const auto issue = [&](float(&part)[64], int& slot) {
+        slot = ring % kRing;
+        cycles.mark(kCyEpilogue);
+        mbar_wait(&full[slot], (ring / kRing) & 1);
+        cycles.mark(kCyWait);
+        cycles.step();
+        if (kTmaA == kTmaNone) fence_proxy_async_shared();
+        const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+        const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
+                                  wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+        wgmma_commit();
+        ++ring;
+      };
+      // kTwoParts: a finished step's partial into the result with its slot's scales, then the slot released.
+      const auto finish = [&](float(&part)[64], int slot) {
+        wgmma_fence_operands(part);
+        cycles.mark(kCyMma);
+        const float* sa = scales_of(slot);
+        if (a.uniform_col_scales)
+          add_scaled_partial_uniform<kStage>(acc, part, sa[row0], sa[row0 + 8], sa + kMmaBM);
+        else
+          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);
+        cycles.mark(kCyPromote);
+      };
+      if constexpr (kTwoParts) {
+        float p0[64], p1[64];
+        int slot0 = 0, slot1 = 0;
+        issue(p0, slot0);
+        // The next item's expert end, now that its tile entry has had a K step to arrive.
+        if (has_next) next_end = a.offsets[next_tile.x + 1];
+        int step = 1;
+        for (; step + 1 < a.steps; step += 2) {
+          issue(p1, slot1);
+          wgmma_wait<1>();
+          finish(p0, slot0);
+          issue(p0, slot0);
+          wgmma_wait<1>();
+          finish(p1, slot1);
+        }
+        if (step < a.steps) {
+          issue(p1, slot1);
+          wgmma_wait<1>();
+          finish(p0, slot0);
+          wgmma_wait<0>();
+          finish(p1, slot1);
+        } else {
+          wgmma_wait<0>();
+          finish(p0, slot0);
+        }
+      }
+      for (int step = 0; step < (kTwoParts ? 0 : a.steps); ++step, ++ring) {
         const int slot = ring % kRing, round = ring / kRing;
         cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
         mbar_wait(&full[slot], round & 1);
@@ -481,6 +558,8 @@ EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
 // slower than none on DeepSeek-V3 TP8 M=1024 (596 against 558).
 EnvSwitch staged_h_switch("MOE_WGMMA_STAGED_H", true);
 EnvSwitch staged_y_switch("MOE_WGMMA_STAGED_Y", true);
+// Off until measured (needs the staged kernels): fp8's promotion under the next step's wgmma (kTwoParts).
+EnvSwitch two_parts_switch("MOE_WGMMA_TWO_PARTS", false);
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -509,6 +588,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if constexpr (kTmaA != kTmaRows) {
     if (grouped_gemm_ahead() && staged_outputs_fit<kStage>(k)) {
       kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true>;
+      if (kFp8 && kStage == 2 && two_parts_switch.get())
+        kernel = expert_wgmma_kernel < kFp8, kStage, kTmaA, true, true, kFp8 && kStage == 2 > ;
       smem = kernel_smem_bytes<kFp8, kStage, true>();
     }
   }
@@ -592,6 +673,14 @@ bool grouped_gemm_ahead() {
 
 void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
+}
+
+bool grouped_gemm_two_parts() {
+  return two_parts_switch.get();
+}
+
+void set_grouped_gemm_two_parts(bool on) {
+  two_parts_switch.set(on);
 }
 
 bool grouped_gemm_staged(int stage) {
