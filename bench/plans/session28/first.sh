@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Session 28, first call (from main at cb328ff or later with the same kernels). Session 27 landed next/s27's
-# epilogues and put staged outputs on by default (H100: Qwen3-30B-A3B fp8 M=4096 661 us, 467 TFLOP/s); nothing
-# since session 23 has run on an H200. Steps:
-#  1. gpu-check of main with its benchmarks (the targets table's figures; on an H200 if one comes);
+# Session 28, first call (from main or branch next/s28-two-parts). Session 27 landed next/s27's epilogues and
+# put staged outputs on by default (H100: Qwen3-30B-A3B fp8 M=4096 661 us, 467 TFLOP/s); nothing since session
+# 23 has run on an H200. The carry is built from next/s28-two-parts (a039131): main's kernels with identical
+# SASS (all 19 compared) plus fp8 stage 2's two partials behind MOE_WGMMA_TWO_PARTS (off; NOT RUN ON A GPU).
+# Steps:
+#  0. the grouped-GEMM rows tests (the two-partials rows: the same bits as the defaults) and the A/B of
+#     MOE_WGMMA_TWO_PARTS=1 against the defaults (M=1024 and 4096, three shapes, two rounds);
+#  1. gpu-check with its benchmarks at main's defaults (the targets table's figures; on an H200 if one comes);
 #  2. Auto's choice for the large-hidden shapes below 128 tokens (DeepSeek-V3 TP8 fp8 M=64 took the swap-AB
 #     stages at 587.6 us, 3.11x its floor, slower than its own M=256 on the grouped GEMM, 418.8 us): Auto,
 #     mma and swap-ab at M=16..256;
 #  3. ncu warp stalls of the swapped wgmma kernel at Qwen3-30B-A3B fp8 M=256 (1.40x its floor, target 1.15x)
 #     and of the swap-AB stage 1 at DeepSeek-V3 TP8 fp8 M=64.
-# Carry: .carry/main-cb328ff-gpu.tar.xz (scripts/pack-gpu-carry build at main).
+# Carry: .carry/s28a-gpu.tar.xz (scripts/pack-gpu-carry build at next/s28-two-parts).
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/main-cb328ff-gpu.tar.xz /tmp/n
+unpack_carry .carry/s28a-gpu.tar.xz /tmp/n
 record_gpu $R/gpu.txt
-quick_gpu_check /tmp/n/bin 200  # (200 s kept for the rest)
+timeout 150 /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/rows-tests.log 2>&1
+echo "grouped GEMM rows rc $? t=$(el)"
+grep -E "^\[  (FAILED|PASSED)|Failure|two parts.*M=400 " $R/rows-tests.log | head -12
+for round in 1 2; do
+  for v in 0 1; do
+    MOE_WGMMA_TWO_PARTS=$v timeout 60 /tmp/n/bin/moe bench --shapes qwen3-30b-a3b,deepseek-v3-tp8,qwen3-235b-a22b-tp8 \
+      --formats fp8_block --M 1024,4096 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s/^/round=$round two=$v /"
+  done
+done > $R/ab-two-parts.log
+cut -c1-110 $R/ab-two-parts.log
+echo "two parts a/b t=$(el)"
+pack
+quick_gpu_check /tmp/n/bin 190  # (190 s kept for the rest)
 pack
 PT_SHAPES=deepseek-v3-tp8,qwen3-235b-a22b-tp8,qwen3-30b-a3b PT_FORMATS=fp8_block,bf16 PT_M=16,32,48,64,96,128,192,256 \
   timeout "$(cap 120 80)" scripts/path-thresholds /tmp/n/bin/moe > $R/path-thresholds.log 2>&1
