@@ -92,8 +92,9 @@ void set_grouped_gemm_ahead(bool on);
 // ahead.
 bool grouped_gemm_staged(int stage);
 void set_grouped_gemm_staged(int stage, bool on);
-// Whether the fp8 wgmma kernel's stage-2 consumers keep two partials, so a step's promotion runs under the
-// next step's wgmma (the same bits; consumers 224 registers, copier 56): off unless MOE_WGMMA_TWO_PARTS=1
+// Whether the fp8 wgmma kernel's consumers keep two partials, so a step's promotion runs under the next
+// step's wgmma (the same bits; consumers 224 registers, copier 56; stage 1 only where it does not quantise h
+// in its epilogue): off unless MOE_WGMMA_TWO_PARTS=1
 // (not yet measured); set_grouped_gemm_two_parts overrides it (expert_wgmma.cu). Needs the staged kernels
 // (above).
 bool grouped_gemm_two_parts();

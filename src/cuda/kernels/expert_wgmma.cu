@@ -86,10 +86,9 @@ __device__ __forceinline__ void store_tile(const MmaKernelArgs& a, int e, int n0
 // the other's wgmma. The copier gives registers to the consumers (setmaxnreg; 80 is the least at which its
 // row offsets do not spill).
 constexpr int kStages = 6, kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
-// kTwoParts (fp8 stage 2): each consumer thread holds two partials of 64 besides its result, so its registers
-// rise to 224 and the copier's (A and B by the tensor memory accelerator, scales by cp.async) fall to 56,
-// within the 384 x 168 the launch allocates. (Stage 1's copier needs ~80 for its cp.async rows' offsets, and
-// its consumers spilled ~400 bytes at 216 or 224 with two partials.)
+// kTwoParts (fp8): each consumer thread holds two partials of 64 besides its result, so its registers rise to
+// 224 and the copier's fall to 56, within the 384 x 168 the launch allocates (neither spills in the K loop;
+// stage 1 only without h quantised in its epilogue, whose first column block's values spilled ~400 bytes).
 template <bool kTwoParts>
 constexpr int copier_regs() {
   return kTwoParts ? 56 : kCopierRegs;
@@ -262,16 +261,17 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 //
 // kStaged (kAhead only): the outputs through the warps' rows in shared memory (ring_slots).
 //
-// kTwoParts (fp8 stage 2 only): step k's wgmma go into partial k % 2 and step k-1's promotion runs while they
-// do (wgmma_wait<1>), where one partial had each step wait for its wgmma and then promote with the tensor
-// cores idle (the cycle accounting at M=4096: promotion and release ~30 % of the consumers' time).
+// kTwoParts (fp8, not with h quantised in stage 1's epilogue): step k's wgmma go into partial k % 2 and step
+// k-1's promotion runs while they do (wgmma_wait<1>), where one partial had each step wait for its wgmma and
+// then promote with the tensor cores idle (the cycle accounting at M=4096: promotion and release ~30 % of the
+// consumers' time).
 template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged, bool kTwoParts = false>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap a_map) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
   static_assert(kAhead || !kStaged, "staged outputs take their rows from the item loads ahead");
-  static_assert((kFp8 && kStage == 2) || !kTwoParts, "two partials for fp8 stage 2's promotion only");
+  static_assert(kFp8 || !kTwoParts, "two partials for fp8's promotion only");
   constexpr int kRing = ring_slots<kStage, kStaged>();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int runs = *a.num_tiles * n_runs;
@@ -483,7 +483,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         cycles.mark(kCyPromote);
       }
-      if (kFp8 && kStage == 1 && a.h_codes) {
+      if (kFp8 && kStage == 1 && !kTwoParts && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
         if (cb + 1 < run.end) {
           first = b;
@@ -588,8 +588,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if constexpr (kTmaA != kTmaRows) {
     if (grouped_gemm_ahead() && staged_outputs_fit<kStage>(k)) {
       kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true>;
-      if (kFp8 && kStage == 2 && two_parts_switch.get())
-        kernel = expert_wgmma_kernel < kFp8, kStage, kTmaA, true, true, kFp8 && kStage == 2 > ;
+      if (kFp8 && !k.h_codes && two_parts_switch.get())
+        kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true, kFp8>;
       smem = kernel_smem_bytes<kFp8, kStage, true>();
     }
   }
