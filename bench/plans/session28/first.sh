@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 28, first call (from main or branch next/s28-two-parts). Session 27 landed next/s27's epilogues and
 # put staged outputs on by default (H100: Qwen3-30B-A3B fp8 M=4096 661 us, 467 TFLOP/s); nothing since session
-# 23 has run on an H200. The carry is built from next/s28-two-parts (a039131): main's kernels with identical
-# SASS (all 19 compared) plus fp8 stage 2's two partials behind MOE_WGMMA_TWO_PARTS (off; NOT RUN ON A GPU).
+# 23 has run on an H200. The carry is built from next/s28-two-parts (9a4535c): main's kernels with identical
+# SASS (all 19 compared) plus fp8's two partials behind MOE_WGMMA_TWO_PARTS (off; NOT RUN ON A GPU).
 # Steps:
 #  0. the grouped-GEMM rows tests (the two-partials rows: the same bits as the defaults) and the A/B of
 #     MOE_WGMMA_TWO_PARTS=1 against the defaults (M=1024 and 4096, three shapes, two rounds);
