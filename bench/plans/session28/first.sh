@@ -12,7 +12,8 @@
 #     mma and swap-ab at M=16..256;
 #  3. ncu warp stalls of the swapped wgmma kernel at Qwen3-30B-A3B fp8 M=256 (1.40x its floor, target 1.15x)
 #     and of the swap-AB stage 1 at DeepSeek-V3 TP8 fp8 M=64.
-# Carry: .carry/s28a-gpu.tar.xz (scripts/pack-gpu-carry build at next/s28-two-parts).
+# Carry: .carry/s28a-gpu.tar.xz (scripts/pack-gpu-carry build at next/s28-two-parts) and .carry/cycles-s28a.tar.xz
+# (the branch's bin/moe with -DMOE_WGMMA_CYCLES in expert_wgmma.cu).
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
@@ -29,6 +30,13 @@ for round in 1 2; do
 done > $R/ab-two-parts.log
 cut -c1-110 $R/ab-two-parts.log
 echo "two parts a/b t=$(el)"
+mkdir -p /tmp/c && tar -C /tmp/c -xJf .carry/cycles-s28a.tar.xz
+for v in 0 1; do
+  MOE_WGMMA_TWO_PARTS=$v timeout 30 /tmp/c/bin/moe bench --shapes qwen3-30b-a3b --formats fp8_block --M 4096 \
+    > "$R/cycles-two-$v.log" 2>&1
+  echo "cycles two=$v rc $? t=$(el)"
+  grep -E "^qwen|stage [12]" "$R/cycles-two-$v.log" | cut -c1-260
+done
 pack
 quick_gpu_check /tmp/n/bin 190  # (190 s kept for the rest)
 pack
