@@ -366,23 +366,30 @@ int mma_min_tokens() {
   return threshold;
 }
 
+int auto_swap_ab_below(int hidden, bool fp8) {
+  // H100, session 28 (scripts/path-thresholds, the grouped GEMM with staged outputs against the swap-AB
+  // stages): for H <= 4096 the swap-AB stages led up to 48 tokens (Qwen3-30B-A3B fp8 M=48 228.4 vs 230.7 us)
+  // and the grouped GEMM from 64 (232.1 vs 246.6; M=128 236.0 vs 257.0; Qwen3-235B-A22B TP8 fp8 M=64 142.7
+  // vs 176.9). DeepSeek's H = 7168 stages whole 7168-byte token rows, so its swap-AB passes are short and its
+  // blocks few: the grouped GEMM led from 32 tokens for fp8 (M=32 276.0 vs 379.7, M=64 332.8 vs 586.4; M=16
+  // 257.5 vs 232.3) and from 16 for bf16 (M=16 382.4 vs 409.0).
+  if (hidden <= 4096) return 64;
+  return fp8 ? 32 : 16;
+}
+
 namespace {
 
-// Below this many tokens the swap-AB stages measured faster than the grouped GEMM on every shape (H200); from
-// here to mma_min_tokens() Auto picks between them by the layer's shape (use_swap_ab).
-constexpr int kSwapAbAlwaysBelow = 128;
-// From kSwapAbAlwaysBelow tokens, the mean pairs per expert from which Auto prefers the grouped GEMM.
-constexpr int kSwapAbMaxMeanPairs = 12;
-
-// swap_ab_declined: Auto takes the grouped GEMM from kSwapAbAlwaysBelow tokens wherever the swap-AB stages do
-// not run.
-bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
+// Auto takes the grouped GEMM from auto_swap_ab_below() tokens wherever the swap-AB stages do not run
+// (swap_ab_declined).
+bool use_mma(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act, int M,
              GemmPath path, bool swap_ab_declined) {
+  const ExpertWeightsDev& w = layer.experts().view;
   if (path == GemmPath::Gemv || path == GemmPath::Stream || path == GemmPath::SwapAb ||
       ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
   return path == GemmPath::Mma || M >= mma_min_tokens() ||
-         (path == GemmPath::Auto && M >= kSwapAbAlwaysBelow && swap_ab_declined);
+         (path == GemmPath::Auto && M >= auto_swap_ab_below(layer.hidden(), act.quant == AQuant::Fp8) &&
+          swap_ab_declined);
 }
 
 // The streaming tensor-core stages need the fp8 codes of x, which the workspace holds for the formats that
@@ -418,17 +425,9 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
   if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
   if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
-  if (path == GemmPath::SwapAb || M < kSwapAbAlwaysBelow) return true;
-  // From there Auto keeps the swap-AB stages only where they measured faster than the grouped GEMM on
-  // the H200: the busiest expert in one pass, H <= 4096 (DeepSeek's H = 7168 fits one block per SM and was
-  // slower at M = 256: 1467 vs 1048 us fp8), and fewer than kSwapAbMaxMeanPairs pairs per expert (the
-  // persistent wgmma GEMM was faster from 12: Qwen3-30B-A3B fp8 M=192 298.3 vs 306.8 us, M=256 300.6 vs
-  // 319.3; at 8 the swap-AB stages were: M=128 213.7 vs 279.8, Qwen3-Next M=256 (5 per expert) 557 vs 737).
-  const int K = layer.config().router.top_k;
-  const bool few_per_expert = M * K < kSwapAbMaxMeanPairs * layer.router_experts();
-  return few_per_expert && layer.hidden() <= 4096 &&
-         busiest_expert_pairs(M, K, layer.num_experts(), false) <=
-             swap_ab_max_pass_tokens(layer.experts().view);
+  // Auto: below its threshold (auto_swap_ab_below), every token count, however busy its busiest expert (a
+  // pass too short for it makes a second pass; the GEMV would be slower still).
+  return path == GemmPath::SwapAb || M < auto_swap_ab_below(layer.hidden(), act.quant == AQuant::Fp8);
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };
@@ -578,9 +577,9 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
   // codes for the streaming, swap-AB and grouped-GEMM stages.
-  // Auto from kSwapAbAlwaysBelow tokens: the grouped GEMM wherever the swap-AB stages decline.
+  // Auto from auto_swap_ab_below() tokens: the grouped GEMM wherever the swap-AB stages decline.
   const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
-  const bool mma = use_mma(ws, act, layer.experts().view, M, path, !swap_ab);
+  const bool mma = use_mma(layer, ws, act, M, path, !swap_ab);
   const StagePath stages = mma                                ? StagePath::Mma
                            : use_stream(layer, ws, act, path) ? StagePath::Stream
                            : swap_ab                          ? StagePath::SwapAb

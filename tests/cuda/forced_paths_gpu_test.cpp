@@ -327,9 +327,9 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              y_bf16_default = cuda::grouped_gemm_y_bf16(), ahead_default = cuda::grouped_gemm_ahead(),
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
-             staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2),
-             two_parts_default = cuda::grouped_gemm_two_parts();
-  const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens();
+             staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
+  const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
+            two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
        {Kernel{"wgmma swapped", true, true, true, true, false},
@@ -369,7 +369,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_uniform_scales(kernel.uniform_scales);
     cuda::set_grouped_gemm_staged(1, kernel.staged);
     cuda::set_grouped_gemm_staged(2, kernel.staged);
-    cuda::set_grouped_gemm_two_parts(kernel.two_parts);
+    cuda::set_grouped_gemm_two_parts(kernel.two_parts ? 3 : 0);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);

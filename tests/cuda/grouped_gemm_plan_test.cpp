@@ -1,7 +1,8 @@
 // The grouped GEMM's host-side plan (no GPU): the stage-1 column blocks that one block takes per 128-wide
 // group of h when the wgmma kernel quantises h (they must partition the blocks and hold exactly the group's
 // outputs, at every TP phase it takes), the swapped kernel's pair tile by the mean pairs per expert, the
-// swap-AB launches' row tiles per block, and the order of the swap-AB warps' L2 requests ahead.
+// swap-AB launches' row tiles per block, the order of the swap-AB warps' L2 requests ahead, and Auto's
+// threshold between the swap-AB stages and the grouped GEMM.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,9 +12,32 @@
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/swap_ab_walk.h"
+#include "cuda/moe_layer.h"
 
 namespace moe::cuda {
 namespace {
+
+// The crossovers session 28 measured (H100, scripts/path-thresholds): Qwen3-30B-A3B and Qwen3-235B-A22B TP8
+// (H 2048, 4096) had the swap-AB stages faster at 48 tokens and the grouped GEMM at 64; DeepSeek-V3 TP8
+// (H 7168) the swap-AB stages at 16 tokens for fp8 and the grouped GEMM at 32, and the grouped GEMM at 16
+// for bf16.
+TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
+  for (const bool fp8 : {true, false}) {
+    for (const int H : {2048, 4096}) {
+      EXPECT_GT(auto_swap_ab_below(H, fp8), 48) << "H=" << H << " fp8=" << fp8;
+      EXPECT_LE(auto_swap_ab_below(H, fp8), 64) << "H=" << H << " fp8=" << fp8;
+    }
+    EXPECT_LE(auto_swap_ab_below(7168, fp8), fp8 ? 32 : 16) << "fp8=" << fp8;
+    int previous = auto_swap_ab_below(1024, fp8);
+    for (int H = 1024; H <= 16384; H += 512) {
+      EXPECT_GE(auto_swap_ab_below(H, fp8), 1) << "H=" << H << ": one token still takes the swap-AB stages";
+      EXPECT_LE(auto_swap_ab_below(H, fp8), previous) << "H=" << H << ": a wider layer switches no later";
+      previous = auto_swap_ab_below(H, fp8);
+    }
+  }
+  EXPECT_GT(auto_swap_ab_below(7168, true), 16)
+      << "DeepSeek-V3 fp8 at 16 tokens was faster on the swap-AB stages";
+}
 
 TEST(HGroupColumnBlocks, PartitionTheBlocksIntoTheGroupsOfH) {
   // Per-rank intermediate sizes of the shapes we serve (Qwen3-30B-A3B 768, /2, /4, /8 = 96 excluded: its

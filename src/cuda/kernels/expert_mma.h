@@ -92,13 +92,13 @@ void set_grouped_gemm_ahead(bool on);
 // ahead.
 bool grouped_gemm_staged(int stage);
 void set_grouped_gemm_staged(int stage, bool on);
-// Whether the fp8 wgmma kernel's consumers keep two partials, so a step's promotion runs under the next
-// step's wgmma (the same bits; consumers 224 registers, copier 56; stage 1 only where it does not quantise h
-// in its epilogue): off unless MOE_WGMMA_TWO_PARTS=1
-// (not yet measured); set_grouped_gemm_two_parts overrides it (expert_wgmma.cu). Needs the staged kernels
-// (above).
-bool grouped_gemm_two_parts();
-void set_grouped_gemm_two_parts(bool on);
+// The stages (bit 1: stage 1, bit 2: stage 2) whose fp8 wgmma kernel's consumers keep two partials, so a
+// step's promotion runs under the next step's wgmma (the same bits; consumers 224 registers, copier 56;
+// stage 1 only where it does not quantise h in its epilogue): none unless MOE_WGMMA_TWO_PARTS=1, 2 or 3
+// (not yet measured per stage); set_grouped_gemm_two_parts overrides it (expert_wgmma.cu). Needs the
+// staged kernels (above).
+int grouped_gemm_two_parts();
+void set_grouped_gemm_two_parts(int stages);
 // Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised
 // by fp8_rows) writes h by sorted position: for fp8 stage 2's copier then brings each step's A tile as one
 // tensor-map box instead of 128 cp.async rows, for bf16 its cp.async rows are consecutive (the same bits): on

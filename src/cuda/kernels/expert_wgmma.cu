@@ -558,8 +558,9 @@ EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
 // slower than none on DeepSeek-V3 TP8 M=1024 (596 against 558).
 EnvSwitch staged_h_switch("MOE_WGMMA_STAGED_H", true);
 EnvSwitch staged_y_switch("MOE_WGMMA_STAGED_Y", true);
-// Off until measured (needs the staged kernels): fp8's promotion under the next step's wgmma (kTwoParts).
-EnvSwitch two_parts_switch("MOE_WGMMA_TWO_PARTS", false);
+// Off until measured (needs the staged kernels): fp8's promotion under the next step's wgmma (kTwoParts), a
+// bit per stage (1: stage 1, 2: stage 2).
+EnvCount two_parts_setting("MOE_WGMMA_TWO_PARTS", 0, 0, 3);
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -588,7 +589,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if constexpr (kTmaA != kTmaRows) {
     if (grouped_gemm_ahead() && staged_outputs_fit<kStage>(k)) {
       kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true>;
-      if (kFp8 && !k.h_codes && two_parts_switch.get())
+      if (kFp8 && !k.h_codes && (two_parts_setting.get() & kStage))
         kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true, kFp8>;
       smem = kernel_smem_bytes<kFp8, kStage, true>();
     }
@@ -675,12 +676,12 @@ void set_grouped_gemm_ahead(bool on) {
   ahead_switch.set(on);
 }
 
-bool grouped_gemm_two_parts() {
-  return two_parts_switch.get();
+int grouped_gemm_two_parts() {
+  return two_parts_setting.get();
 }
 
-void set_grouped_gemm_two_parts(bool on) {
-  two_parts_switch.set(on);
+void set_grouped_gemm_two_parts(int stages) {
+  two_parts_setting.set(stages);
 }
 
 bool grouped_gemm_staged(int stage) {
