@@ -366,15 +366,20 @@ int mma_min_tokens() {
   return threshold;
 }
 
-int auto_swap_ab_below(int hidden, bool fp8) {
-  // H100, session 28 (scripts/path-thresholds, the grouped GEMM with staged outputs against the swap-AB
-  // stages): for H <= 4096 the swap-AB stages led up to 48 tokens (Qwen3-30B-A3B fp8 M=48 228.4 vs 230.7 us)
-  // and the grouped GEMM from 64 (232.1 vs 246.6; M=128 236.0 vs 257.0; Qwen3-235B-A22B TP8 fp8 M=64 142.7
-  // vs 176.9). DeepSeek's H = 7168 stages whole 7168-byte token rows, so its swap-AB passes are short and its
-  // blocks few: the grouped GEMM led from 32 tokens for fp8 (M=32 276.0 vs 379.7, M=64 332.8 vs 586.4; M=16
-  // 257.5 vs 232.3) and from 16 for bf16 (M=16 382.4 vs 409.0).
-  if (hidden <= 4096) return 64;
-  return fp8 ? 32 : 16;
+int auto_swap_ab_below(int hidden, int inter, bool fp8) {
+  // H100, session 28 (scripts/path-thresholds: the grouped GEMM with staged outputs against the swap-AB
+  // stages, us). H <= 4096: the swap-AB stages led up to 32 tokens, the grouped GEMM from 48 on Qwen3-Next
+  // (fp8 406.6 vs 443.2, bf16 719 vs 791), within 1 % at 48 elsewhere (Qwen3-30B-A3B fp8 230.7 vs 228.4,
+  // Qwen3-235B-A22B TP8 141.0 vs 141.9) and ahead from 64 (Qwen3-30B-A3B fp8 232.1 vs 246.6; its bf16 had
+  // the grouped GEMM ahead from 16 tokens, 314.2 vs 320.7, not followed: Qwen3-Next's and Qwen3-235B-A22B's
+  // bf16 had the swap-AB stages ahead there, 328.7 vs 332.7 and 174.5 vs 180.4). DeepSeek's
+  // H = 7168 stages whole 7168-byte token rows in every block, so its swap-AB passes are short and a wide
+  // intermediate (more blocks staging the same tokens) moves the crossover down: TP8 (I = 256) fp8 M=16
+  // 235.1 vs 259.6, M=24 300.9 vs 268.6; bf16 M=12 306.8 vs 325.5, M=16 408.3 vs 383.5; the full layer
+  // (I = 2048) fp8 M=8 831.3 vs 834.6, M=12 1038.5 vs 996.9; bf16 M=2 562.0 vs 565.4, M=4 946.6 vs 902.5.
+  if (hidden <= 4096) return 48;
+  if (inter <= 256) return fp8 ? 24 : 16;
+  return fp8 ? 12 : 4;
 }
 
 namespace {
@@ -388,7 +393,8 @@ bool use_mma(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Activati
       ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
   return path == GemmPath::Mma || M >= mma_min_tokens() ||
-         (path == GemmPath::Auto && M >= auto_swap_ab_below(layer.hidden(), act.quant == AQuant::Fp8) &&
+         (path == GemmPath::Auto &&
+          M >= auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8) &&
           swap_ab_declined);
 }
 
@@ -427,7 +433,8 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
   // Auto: below its threshold (auto_swap_ab_below), every token count, however busy its busiest expert (a
   // pass too short for it makes a second pass; the GEMV would be slower still).
-  return path == GemmPath::SwapAb || M < auto_swap_ab_below(layer.hidden(), act.quant == AQuant::Fp8);
+  return path == GemmPath::SwapAb ||
+         M < auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8);
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };

@@ -93,11 +93,11 @@ class MoeWorkspace {
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
 // M <= kFusedMaxTokens where it applies and MOE_FUSED=1 (off by default: measured slower than the swap-AB
 // stages, docs/performance.md); the tensor-core grouped GEMM
-// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (64 tokens, or 32 / 16
-// for fp8 / bf16 where H > 4096); below that the swap-AB tensor-core stages (expert_swap_ab.h) for bf16 and
-// fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them
-// is batch invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode /
-// Fused / SwapAb force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
+// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (48 tokens where
+// H <= 4096; 4 to 24 by format and intermediate size where H > 4096); below that the swap-AB tensor-core
+// stages (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch
+// invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused /
+// SwapAb force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
 // (expert_stream.h: bf16 and fp8_block); Decode the two-launch decode kernels (expert_decode.h, M <=
 // kDecodeMaxTokens), which give every token the GEMV's bits; both are correct but measured slower than the
 // GEMV so far. A forced path falls back to the GEMV where it does not apply.
@@ -145,9 +145,10 @@ bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // experimental Auto variants MOE_DECODE and MOE_STAGE2_COMBINE, which keep the GEMV below it): 384, or
 // MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
-// Auto's threshold between the swap-AB stages and the grouped GEMM for a layer of hidden size `hidden` (fp8:
-// fp8 activations): the swap-AB stages below it. Host arithmetic, tested without a GPU.
-int auto_swap_ab_below(int hidden, bool fp8);
+// Auto's threshold between the swap-AB stages and the grouped GEMM for a layer of hidden size `hidden` and
+// per-rank intermediate size `inter` (fp8: fp8 activations): the swap-AB stages below it. Host arithmetic,
+// tested without a GPU.
+int auto_swap_ab_below(int hidden, int inter, bool fp8);
 
 // For measuring (the model's MOE_STEP_STAMPS): called on the host after each of the op's launches with the
 // part's name ("moe prologue", "moe stage 1", ...), to put a timer stamp in the stream. Null (the default):

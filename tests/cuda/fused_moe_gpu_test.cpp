@@ -119,12 +119,12 @@ void trace_call(int M) {
 // Runs the GPU op on the first M rows with poisoned workspaces; returns the bf16 output widened.
 std::vector<float> run_gpu(const cuda::DeviceMoeLayer& layer, cuda::MoeWorkspace& ws,
                            const cuda::DeviceBuffer& x, const cuda::DeviceBuffer& logits, int M, int H,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, cuda::GemmPath path = cuda::GemmPath::Auto) {
   cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
   ws.poison(stream);
   out.poison(stream);
   trace_call(M);
-  cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
+  cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream, path);
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
   MOE_CUDA_CHECK(cudaGetLastError());
   std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
@@ -247,10 +247,13 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
             << "round " << round << " at M=" << decode_ms[i];
       }
   }
-  // Batch invariance: token 0 alone and inside batches of 8 and 64. Required wherever both sizes take the
-  // same path; across the switch from the fused decode kernel (M <= 8) to the GEMV it is only reported.
+  // Batch invariance: token 0 alone and inside batches of 8 and of the most tokens Auto still gives the
+  // swap-AB stages (auto_swap_ab_below; from there the grouped GEMM, another order of sums). Required
+  // wherever both sizes take the same path; across the switch from the fused decode kernel (M <= 8) to the
+  // GEMV it is only reported.
   const std::vector<float> alone = run_gpu(layer, ws, x, logits, 1, H, stream);
-  for (int M : {8, 64}) {
+  for (int M :
+       {8, cuda::auto_swap_ab_below(H, layer.experts().view.inter, f == WeightFormat::Fp8Block) - 1}) {
     const std::vector<float> batch = run_gpu(layer, ws, x, logits, M, H, stream);
     const bool same = std::memcmp(alone.data(), batch.data(), static_cast<size_t>(H) * 4) == 0;
     const bool one_path = cuda::auto_takes_fused(layer, 1) == cuda::auto_takes_fused(layer, M);
@@ -523,7 +526,8 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
 
 // The fp8 stage 2 reading its first pass's pairs before its wait (swap_ab_fp8_pairs_early) gives the bits it
 // gives reading them after, with one pass and with several (the shared expert's passes spread over the grid
-// at 40 and 100 tokens), with and without a shared expert; the swap-AB stages ran each time.
+// at 40 and 100 tokens), with and without a shared expert; the swap-AB stages (forced: Auto takes the
+// grouped GEMM from 64 tokens, and from 32 for H = 7168) ran each time.
 TEST(FusedMoeGpuSwapAb, Fp8PairsEarlySameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
@@ -538,10 +542,12 @@ TEST(FusedMoeGpuSwapAb, Fp8PairsEarlySameBits) {
     for (const int M : {1, 3, 8, 40, 100}) {
       const std::string at = std::string(shape.name) + " M=" + std::to_string(M);
       cuda::set_swap_ab_fp8_pairs_early(false);
-      const std::vector<float> after = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      const std::vector<float> after =
+          run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
       cuda::set_swap_ab_fp8_pairs_early(true);
       const long long blocks_before = cuda::swap_ab_blocks_launched();
-      const std::vector<float> early = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      const std::vector<float> early =
+          run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
       EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before) << at << ": the swap-AB stages did not run";
       EXPECT_EQ(std::count_if(early.begin(), early.end(), [](float v) { return !std::isfinite(v); }), 0)
           << at;

@@ -94,9 +94,10 @@ bool grouped_gemm_staged(int stage);
 void set_grouped_gemm_staged(int stage, bool on);
 // The stages (bit 1: stage 1, bit 2: stage 2) whose fp8 wgmma kernel's consumers keep two partials, so a
 // step's promotion runs under the next step's wgmma (the same bits; consumers 224 registers, copier 56;
-// stage 1 only where it does not quantise h in its epilogue): none unless MOE_WGMMA_TWO_PARTS=1, 2 or 3
-// (not yet measured per stage); set_grouped_gemm_two_parts overrides it (expert_wgmma.cu). Needs the
-// staged kernels (above).
+// stage 1 only where it does not quantise h in its epilogue), or -1: stage 2 where its K takes at most two
+// steps (DeepSeek-V3 and Qwen3-235B-A22B at TP8: 2-4 % faster on an H100; slower in stage 1 and flat for
+// Qwen3-30B-A3B's stage 2, expert_wgmma.cu). MOE_WGMMA_TWO_PARTS=0-3 or -1 (the default);
+// set_grouped_gemm_two_parts overrides it. Needs the staged kernels (above).
 int grouped_gemm_two_parts();
 void set_grouped_gemm_two_parts(int stages);
 // Whether the grouped GEMM on the wgmma kernel (128-pair tiles, every pair on this rank; for fp8 h quantised

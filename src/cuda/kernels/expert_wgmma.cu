@@ -558,9 +558,19 @@ EnvSwitch ahead_switch("MOE_WGMMA_AHEAD", true);
 // slower than none on DeepSeek-V3 TP8 M=1024 (596 against 558).
 EnvSwitch staged_h_switch("MOE_WGMMA_STAGED_H", true);
 EnvSwitch staged_y_switch("MOE_WGMMA_STAGED_Y", true);
-// Off until measured (needs the staged kernels): fp8's promotion under the next step's wgmma (kTwoParts), a
-// bit per stage (1: stage 1, 2: stage 2).
-EnvCount two_parts_setting("MOE_WGMMA_TWO_PARTS", 0, 0, 3);
+// fp8's promotion under the next step's wgmma (kTwoParts; needs the staged kernels): a bit per stage (1:
+// stage 1, 2: stage 2), or -1 (the default) for stage 2 where its K takes at most kTwoPartsAutoSteps steps.
+// H100, session 28, M=1024 / 4096 us, two rounds (none; stage 2): DeepSeek-V3 TP8 fp8 (K = 256) 551 / 1197-
+// 1218 against 530-535 / 1159-1170, Qwen3-235B-A22B TP8 (K = 192) 242-246 / 546-549 against 234-236 /
+// 533-535; Qwen3-30B-A3B (K = 768) 306-308 / 663-665 against 310 / 666-668. Stage 1 was slower on all three
+// (Qwen3-30B-A3B M=4096 673-677, DeepSeek-V3 TP8 1231-1242): its copier, not the promotion, sets its pace.
+constexpr int kTwoPartsAutoSteps = 2;
+EnvCount two_parts_setting("MOE_WGMMA_TWO_PARTS", -1, -1, 3);
+
+bool two_parts_for(int stage, int steps) {
+  const int stages = two_parts_setting.get();
+  return stages >= 0 ? (stages & stage) != 0 : stage == 2 && steps <= kTwoPartsAutoSteps;
+}
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -589,7 +599,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if constexpr (kTmaA != kTmaRows) {
     if (grouped_gemm_ahead() && staged_outputs_fit<kStage>(k)) {
       kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true>;
-      if (kFp8 && !k.h_codes && (two_parts_setting.get() & kStage))
+      if (kFp8 && !k.h_codes && two_parts_for(kStage, k.steps))
         kernel = expert_wgmma_kernel<kFp8, kStage, kTmaA, true, true, kFp8>;
       smem = kernel_smem_bytes<kFp8, kStage, true>();
     }
