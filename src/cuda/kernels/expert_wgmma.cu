@@ -381,39 +381,44 @@ __global__ void __launch_bounds__(kThreads, 1)
       const auto scales_of = [&](int slot) {
         return reinterpret_cast<const float*>(smem + slot * kSlot + 2 * kMmaTileBytes);
       };
-      // kTwoParts: a step's wgmma into `part` from the ring's next slot (its index to `slot`), not waited
-      // for.
-      const auto issue = [&](float(&part)[64], int& slot) {
+      // A step's wgmma from the ring's next slot (its index to `slot`), not waited for: fp8 into a partial
+      // `dst` (promoted by finish), bf16 added to the result `dst` itself.
+      const auto issue = [&](float(&dst)[64], int& slot) {
         slot = ring % kRing;
-        cycles.mark(kCyEpilogue);
+        cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
         mbar_wait(&full[slot], (ring / kRing) & 1);
         cycles.mark(kCyWait);
         cycles.step();
+        // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
         if (kTmaA == kTmaNone) fence_proxy_async_shared();
         const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
         const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
-          wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
-                                  wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
+          wgmma_m64n128_32B<kFp8>(dst, wgmma_desc_sw128(a_base + 32 * ks), wgmma_desc_sw128(b_base + 32 * ks),
+                                  !kFp8 || ks > 0);
         wgmma_commit();
         ++ring;
       };
-      // kTwoParts: a finished step's partial into the result with its slot's scales, then the slot released.
-      const auto finish = [&](float(&part)[64], int slot) {
-        wgmma_fence_operands(part);
+      // A finished step's wgmma: fp8's partial into the result with its slot's scales; then the slot
+      // released.
+      const auto finish = [&](float(&dst)[64], int slot) {
+        wgmma_fence_operands(dst);
         cycles.mark(kCyMma);
-        const float* sa = scales_of(slot);
-        if (a.uniform_col_scales)
-          add_scaled_partial_uniform<kStage>(acc, part, sa[row0], sa[row0 + 8], sa + kMmaBM);
-        else
-          add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
+        if constexpr (kFp8) {
+          const float* sa = scales_of(slot);
+          if (a.uniform_col_scales)
+            add_scaled_partial_uniform<kStage>(acc, dst, sa[row0], sa[row0 + 8], sa + kMmaBM);
+          else
+            add_scaled_partial<16>(acc, dst, sa[row0], sa[row0 + 8], sa + kMmaBM, tig);
+        }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
         cycles.mark(kCyPromote);
       };
       if constexpr (kTwoParts) {
+        // Step k's wgmma into partial k % 2 while step k - 1's is promoted.
         float p0[64], p1[64];
         int slot0 = 0, slot1 = 0;
         issue(p0, slot0);
@@ -438,50 +443,22 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma_wait<0>();
           finish(p0, slot0);
         }
-      }
-      for (int step = 0; step < (kTwoParts ? 0 : a.steps); ++step, ++ring) {
-        const int slot = ring % kRing, round = ring / kRing;
-        cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
-        mbar_wait(&full[slot], round & 1);
-        cycles.mark(kCyWait);
-        cycles.step();
-        // The cp.async copies (generic proxy) before this warpgroup's wgmma reads them.
-        if (kTmaA == kTmaNone) fence_proxy_async_shared();
-        const uint32_t a_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-        const uint32_t b_base = smem0 + slot * kSlot + kMmaTileBytes;
-        if constexpr (kFp8) {
-          float part[64];
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks)
-            wgmma_m64n128_32B<true>(part, wgmma_desc_sw128(a_base + 32 * ks),
-                                    wgmma_desc_sw128(b_base + 32 * ks), ks > 0);
-          wgmma_commit();
-          wgmma_wait<0>();
-          wgmma_fence_operands(part);
-          cycles.mark(kCyMma);
-          const float* sa = scales_of(slot);
-          const float* sb = sa + kMmaBM;
-          if (a.uniform_col_scales)
-            add_scaled_partial_uniform<kStage>(acc, part, sa[row0], sa[row0 + 8], sb);
-          else
-            add_scaled_partial<16>(acc, part, sa[row0], sa[row0 + 8], sb, tig);
-        } else {
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks)
-            wgmma_m64n128_32B<false>(acc, wgmma_desc_sw128(a_base + 32 * ks),
-                                     wgmma_desc_sw128(b_base + 32 * ks), true);
-          wgmma_commit();
-          wgmma_wait<0>();
-          wgmma_fence_operands(acc);
-          cycles.mark(kCyMma);
+      } else {
+        for (int step = 0; step < a.steps; ++step) {
+          int slot = 0;
+          if constexpr (kFp8) {
+            float part[64];
+            issue(part, slot);
+            wgmma_wait<0>();
+            finish(part, slot);
+          } else {
+            issue(acc, slot);
+            wgmma_wait<0>();
+            finish(acc, slot);
+          }
+          // The next item's expert end, now that its tile entry has had a K step to arrive.
+          if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[slot]);
-        // The next item's expert end, now that its tile entry has had a K step to arrive.
-        if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
-        cycles.mark(kCyPromote);
       }
       if (kFp8 && kStage == 1 && !kTwoParts && a.h_codes) {
         HBlock b = h_block(a, w, row0, tig, acc);
