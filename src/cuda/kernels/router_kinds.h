@@ -2,7 +2,10 @@
 // The router kind as a template argument where a kernel's routing runs right after its programmatic wait:
 // with the kind a parameter, warp_route chose its path by a jump table in constant bank 2, one more cold
 // constant read (and an indirect branch to cold code) between the wait and the routing. SoftmaxTopk (Qwen3,
-// Mixtral, OLMoE) gets its own instantiation; the other kinds share one that reads the kind at run time.
+// Mixtral, OLMoE) and SigmoidGrouped (DeepSeek-V3) get their own instantiations; the other kinds share one
+// that reads the kind at run time. (DeepSeek's one-block prologue at one token spent ~38 us on its routing
+// warp's ~1.6k distinct instructions, each run once: its own instantiation carries none of the other kinds'
+// branches on that path.)
 #include <type_traits>
 
 #include "cuda/moe_params.h"
@@ -16,6 +19,8 @@ template <typename F>
 void with_router_kind(Router kind, F&& f) {
   if (kind == Router::SoftmaxTopk)
     f(std::integral_constant<int, static_cast<int>(Router::SoftmaxTopk)>{});
+  else if (kind == Router::SigmoidGrouped)
+    f(std::integral_constant<int, static_cast<int>(Router::SigmoidGrouped)>{});
   else
     f(std::integral_constant<int, kAnyRouter>{});
 }
