@@ -524,6 +524,47 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// The balanced K warps (swap_ab_balanced_k: 2 or 1 K warps where 4 would leave some a step more than others)
+// against the fp32 reference on layers whose stages take 3, 4, 6 and 2 K steps (stage 1 of H = 384 and 512,
+// stage 2 of I = 768 and 256), forced onto the swap-AB stages at decode and prefill token counts, and the
+// same bits run after run.
+TEST(FusedMoeGpuSwapAb, BalancedKWarpsMatchTheReference) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool balanced_default = cuda::swap_ab_balanced_k();
+  cuda::set_swap_ab_balanced_k(true);
+  for (const NamedShape& shape : {NamedShape{"odd-k", 16, 384, 768, 4, 0, false, false},
+                                  NamedShape{"two-step-shared", 64, 512, 256, 8, 256, true, false}})
+    for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+      constexpr int kM = 40;
+      GpuLayerCase k(spec_for(shape, f, kM), kM);
+      const int H = static_cast<int>(shape.H);
+      std::vector<float> ref(static_cast<size_t>(kM) * H);
+      reference_moe(k.c.config, k.c.weights, k.c.x.as<float>(), k.c.router_logits.as<float>(), kM,
+                    ref.data());
+      const double tol = default_tolerance(k.c.config);
+      for (const int M : {1, 3, 8, 40}) {
+        const std::string at =
+            std::string(shape.name) + " " + std::string(format_name(f)) + " M=" + std::to_string(M);
+        const long long blocks_before = cuda::swap_ab_blocks_launched();
+        const std::vector<float> out =
+            run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
+        EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before) << at << ": the swap-AB stages did not run";
+        EXPECT_EQ(std::count_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); }), 0) << at;
+        const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
+        std::printf("[balanced K] %s %s\n", at.c_str(), verdict_line(cmp, tol).c_str());
+        EXPECT_TRUE(cmp.passed(tol)) << at << " " << verdict_line(cmp, tol);
+        const std::vector<float> again =
+            run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
+        EXPECT_EQ(0, std::memcmp(out.data(), again.data(), out.size() * 4))
+            << at << ": other bits run to run";
+      }
+    }
+  cuda::set_swap_ab_balanced_k(balanced_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 // The fp8 stage 2 reading its first pass's pairs before its wait (swap_ab_fp8_pairs_early) gives the bits it
 // gives reading them after, with one pass and with several (the shared expert's passes spread over the grid
 // at 40 and 100 tokens), with and without a shared expert; the swap-AB stages (forced: Auto takes the

@@ -43,6 +43,26 @@ TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
   }
 }
 
+// The swap-AB stages' K warps: 8 for a wide K and 4 otherwise, unchanged without the switch; with it, the
+// count that pads the stage's steps least, so no K warp of a tile idles while another runs a step more.
+TEST(SwapAbKGroups, PadTheStepsLeast) {
+  for (const int steps : {1, 2, 3, 4, 6, 7, 16, 23})
+    EXPECT_EQ(swap_ab_k_groups(steps, false, false), 4) << steps << " steps, unbalanced";
+  for (const int steps : {24, 56, 57}) {
+    EXPECT_EQ(swap_ab_k_groups(steps, true, false), 8) << steps << " steps, wide";
+    EXPECT_EQ(swap_ab_k_groups(steps, true, true), 8) << steps << " steps, wide and balanced";
+  }
+  // Qwen3-30B-A3B's stage 2 (K 768: 6 steps), the TP8 stage 2s (2 steps), stage 1s of 16 steps, odd counts.
+  const std::pair<int, int> want[] = {{6, 2},  {2, 2}, {16, 4}, {4, 4}, {8, 4},
+                                      {12, 4}, {3, 1}, {5, 1},  {1, 1}};
+  for (const auto& [steps, groups] : want) {
+    EXPECT_EQ(swap_ab_k_groups(steps, false, true), groups) << steps << " steps, balanced";
+    const int g = groups;
+    for (const int other : {1, 2, 4})
+      EXPECT_LE((steps + g - 1) / g * g, (steps + other - 1) / other * other) << steps << " steps: " << other;
+  }
+}
+
 TEST(HGroupColumnBlocks, PartitionTheBlocksIntoTheGroupsOfH) {
   // Per-rank intermediate sizes of the shapes we serve (Qwen3-30B-A3B 768, /2, /4, /8 = 96 excluded: its
   // phase 96 is not a multiple of 64; DeepSeek-V3 TP8 256; Qwen3-235B TP8 192; Qwen3-Next 512) and odd ones.
@@ -167,7 +187,7 @@ TEST(SwapAbL2Ahead, EveryLoadedStepWasRequestedDLoadsBefore) {
     WeightStep at;
   };
   for (const int steps : {1, 2, 3, 6, 7, 16, 24, 56, 60})
-    for (const int k_groups : {4, 8})
+    for (const int k_groups : {1, 2, 4, 8})
       for (int wk = 0; wk < k_groups; ++wk)
         for (const int tiles : {1, 2, 3})
           for (const int D : {1, 2, 3}) {

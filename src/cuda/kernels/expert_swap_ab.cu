@@ -43,8 +43,8 @@ MOE_KERNEL_TIMELINE_TU(expert_swap_ab)
 namespace moe::cuda {
 namespace {
 
-// The block's eight warps split as kRowGroups along the weight rows x kKGroups along K (4 or 8, fixed per
-// layer shape by the K length, never by M: it fixes each dot product's summation order).
+// The block's eight warps split as kRowGroups along the weight rows x kKGroups along K (1, 2, 4 or 8, fixed
+// per layer shape by the K length, never by M: it fixes each dot product's summation order).
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTiles = 2;        // 16-row MMA tiles per warp
@@ -739,7 +739,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
     const char* v = std::getenv("MOE_SWAP_AB_WIDE_K_STEPS");
     return v && std::atoi(v) > 0 ? std::atoi(v) : 24;
   }();
-  const bool wide_k = k.geo.steps >= wide_k_steps;
+  const int k_groups = swap_ab_k_groups(k.geo.steps, k.geo.steps >= wide_k_steps, swap_ab_balanced_k());
   const auto go = [&](auto fp8_tag) {
     constexpr bool kFp8 = decltype(fp8_tag)::value;
     const auto with_nt = [&](auto kg) {
@@ -748,7 +748,16 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
       if (nt == 2) return launch<kFp8, kStage, 2, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
       return launch<kFp8, kStage, 4, kKG>(k, a.max_groups, passes, in.beside_groups, stream);
     };
-    return wide_k ? with_nt(std::integral_constant<int, 8>{}) : with_nt(std::integral_constant<int, 4>{});
+    switch (k_groups) {
+      case 8:
+        return with_nt(std::integral_constant<int, 8>{});
+      case 2:
+        return with_nt(std::integral_constant<int, 2>{});
+      case 1:
+        return with_nt(std::integral_constant<int, 1>{});
+      default:
+        return with_nt(std::integral_constant<int, 4>{});
+    }
   };
   return fp8 ? go(std::true_type{}) : go(std::false_type{});
 }
@@ -758,7 +767,30 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
+// Off until measured (session 28, NOT RUN ON A GPU).
+EnvSwitch balanced_k_switch("MOE_SWAP_AB_BALANCED_K", false);
 }  // namespace
+
+bool swap_ab_balanced_k() {
+  return balanced_k_switch.get();
+}
+
+void set_swap_ab_balanced_k(bool on) {
+  balanced_k_switch.set(on);
+}
+
+int swap_ab_k_groups(int steps, bool wide, bool balanced) {
+  if (wide) return 8;
+  if (!balanced) return 4;
+  // The fewest K steps padded to a multiple of the group count (each warp's chain per row is ceil(steps /
+  // groups) steps, for rows / groups of the tile), the most groups on a tie.
+  int best = 4;
+  for (const int g : {2, 1}) {
+    const auto padded = [&](int n) { return (steps + n - 1) / n * n; };
+    if (padded(g) < padded(best)) best = g;
+  }
+  return best;
+}
 
 bool swap_ab_fp8_pairs_early() {
   return fp8_pairs_early_switch.get();
