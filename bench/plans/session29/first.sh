@@ -9,6 +9,7 @@
 #  1. the prologue's stalls at a fine sampling interval, DeepSeek-V3 TP8 and Qwen3-30B-A3B at M=1 (branch);
 #  2. main's moe, the branch's, and the branch's with MOE_SWAP_AB_BALANCED_K=1 at M=1-32 (two rounds), the
 #     prologue's time under ncu for main's and the branch's;
+#     the grouping on one block against three launches from 129 tokens (MOE_GROUPING_MULTIBLOCK, main's);
 #  3. gpu-check of the branch (its new test of the balanced K warps, its switched cases; on an H200 if one
 #     comes: the targets table's H200 column is still session 23's).
 set -uo pipefail
@@ -36,6 +37,15 @@ for round in 1 2; do
 done > $R/ab-routing-balanced.log
 cut -c1-90 $R/ab-routing-balanced.log | grep -E " (1|8|32) " 
 echo "a/b t=$(el)"
+# The grouping from 129 tokens runs as three launches (count, scan, place: 3.6 + 4.2 + 5.8 us at M=256 under
+# ncu) where one block took 5.7 at M=64: MOE_GROUPING_MULTIBLOCK=0 keeps the one-block kernel, no rebuild.
+for round in 1 2; do
+  for v in 1 0; do
+    MOE_GROUPING_MULTIBLOCK=$v timeout 40 /tmp/m/bin/moe bench --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8 \
+      --formats fp8_block --M 192,256,512,1024 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s|^|round=$round multiblock=$v |"
+  done
+done > $R/ab-grouping.log
+cut -c1-90 $R/ab-grouping.log | grep -E " (256|1024) "
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for b in /tmp/m/bin/moe /tmp/n/bin/moe; do
   timeout 40 "$NCU" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
