@@ -27,6 +27,10 @@
 namespace moe::cuda {
 namespace {
 
+// deepseek_routing: sigmoid grouped routing and a shared expert without a gate (DeepSeek-V3's
+// shared_experts); the others' shared expert has one (Qwen3-Next's shared_expert_gate). Until session 28 the
+// DeepSeek shapes carried a gate too: a 7168-wide dot product on the prologue's routing warp, ~28 of its
+// ~38 us at one token.
 struct BenchShape {
   const char* name;
   int64_t E, H, I, top_k, shared_inter;
@@ -99,7 +103,7 @@ int run_moe_bench(const BenchOptions& o) {
       size_t free_bytes = 0, total_bytes = 0;
       MOE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       std::vector<DeviceMoeLayer> layers;
-      layers.push_back(DeviceMoeLayer::random(cfg, plan, 1));
+      layers.push_back(DeviceMoeLayer::random(cfg, plan, 1, !s.deepseek_routing));
       const size_t per_layer =
           layers[0].bytes_per_expert() * static_cast<size_t>(s.E) + layers[0].shared_bytes();
       int copies = o.copies;
@@ -109,7 +113,8 @@ int run_moe_bench(const BenchOptions& o) {
                      fmt.c_str(), copies);
       std::fprintf(stderr, "moe bench: %s %s: %d layer copies of %.1f MB...\n", s.name, fmt.c_str(), copies,
                    per_layer / 1e6);
-      for (int c = 1; c < copies; ++c) layers.push_back(DeviceMoeLayer::random(cfg, plan, 1 + 100 * c));
+      for (int c = 1; c < copies; ++c)
+        layers.push_back(DeviceMoeLayer::random(cfg, plan, 1 + 100 * c, !s.deepseek_routing));
       MoeWorkspace ws(layers[0], max_m);
       DeviceBuffer x(static_cast<size_t>(max_m) * s.H * 2), logits(static_cast<size_t>(max_m) * s.E * 4);
       DeviceBuffer out(static_cast<size_t>(max_m) * s.H * 2);

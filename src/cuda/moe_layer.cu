@@ -146,7 +146,8 @@ DeviceProjection random_projection(WeightFormat f, const layout::ProjectionShape
 
 }  // namespace
 
-DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed) {
+DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed,
+                                      bool shared_gate) {
   DeviceMoeLayer l(cfg);
   l.tuned_ = tuned_config_or_default(plan.tuned_config_key);
   l.num_experts_ = static_cast<int>(plan.experts_local);
@@ -159,8 +160,10 @@ DeviceMoeLayer DeviceMoeLayer::random(const MoeConfig& cfg, const layout::MoeLay
   if (plan.shared) {
     l.shared_ = random_projection(cfg.format, *plan.shared, 1, l.hidden_, *plan.shared_inter, seed + 10,
                                   &l.shared_bytes_);
-    l.shared_gate_ = DeviceBuffer(static_cast<size_t>(l.hidden_) * 4);
-    fill_random(l.shared_gate_.get(), l.shared_gate_.bytes(), RandomKind::Fp32Small, seed + 20);
+    if (shared_gate) {
+      l.shared_gate_ = DeviceBuffer(static_cast<size_t>(l.hidden_) * 4);
+      fill_random(l.shared_gate_.get(), l.shared_gate_.bytes(), RandomKind::Fp32Small, seed + 20);
+    }
   }
   if (cfg.router.kind == RouterKind::SigmoidGrouped) {
     l.router_bias_ = DeviceBuffer(static_cast<size_t>(l.router_experts_) * 4);

@@ -28,7 +28,10 @@ class DeviceMoeLayer {
   // Uploads `rank`'s buffers; throws InputError for shapes the kernels cannot take.
   DeviceMoeLayer(const MoeConfig& cfg, const layout::RankWeights& rank);
   // Random weights of the plan's shapes made directly in GPU memory (benchmarks: no 30 GB of host data).
-  static DeviceMoeLayer random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed);
+  // shared_gate: the shared expert has a gate weight (Qwen's shared_expert_gate; DeepSeek's shared_experts
+  // have none, gate 1).
+  static DeviceMoeLayer random(const MoeConfig& cfg, const layout::MoeLayerPlan& plan, uint64_t seed,
+                               bool shared_gate = true);
 
   const MoeConfig& config() const { return cfg_; }
   int num_experts() const { return num_experts_; }  // this rank's experts
