@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Session 29, first call. Carries: .carry/s29b-gpu.tar.xz (branch next/s29-routing at f35f380, NOT RUN ON A
-# GPU: SigmoidGrouped compiled as its own router kind, and the swap-AB stages' balanced K warps behind
-# MOE_SWAP_AB_BALANCED_K, off) and .carry/s28e-moe.tar.xz (main's bin/moe at 1923ea1's kernels).
-# Session 28 found DeepSeek's one-block prologue taking 44 us at one token under ncu against 7 for Qwen3's (now
-# 37.7): its 31 other warps wait at the barrier for the routing warp (36 of 41 samples), which runs ~1.6k
-# distinct instructions once each; if that is cold instruction fetch, its samples say "no instruction".
+# Session 29, first call. Carries: .carry/s29c-gpu.tar.xz (branch next/s29-routing at b0b3403, NOT RUN ON A
+# GPU: the bench's DeepSeek layers without a shared-expert gate, as DeepSeek-V3's shared_experts; the gate's
+# dot product loaded 8 elements a lane, four chunks a trip, on a warp of its own; SigmoidGrouped compiled as
+# its own router kind; the swap-AB stages' balanced K warps behind MOE_SWAP_AB_BALANCED_K, off) and
+# .carry/s28e-moe.tar.xz (main's bin/moe at 1923ea1's kernels).
+# Session 28 found DeepSeek's one-block prologue taking 44 us at one token under ncu against 7 for Qwen3's
+# (37.7 after computing each expert's group once), its other warps waiting at the barrier for warp 0, which
+# routed and then ran the bench layer's shared-expert gate (7168 wide, 56 trips each waiting for its loads).
 # Steps:
-#  1. the prologue's stalls at a fine sampling interval, DeepSeek-V3 TP8 and Qwen3-30B-A3B at M=1 (branch);
-#  2. main's moe, the branch's, and the branch's with MOE_SWAP_AB_BALANCED_K=1 at M=1-32 (two rounds), the
+#  1. the prologue's stalls at a fine sampling interval, DeepSeek-V3 TP8 and Qwen3-Next at M=1 (branch);
+#  2. main's moe, the branch's, and the branch's with MOE_SWAP_AB_BALANCED_K=1 at M=1-32 (two rounds;
+#     Qwen3-Next has a gate in both: the gate's loads; DeepSeek's rows lose the gate on the branch), the
 #     prologue's time under ncu for main's and the branch's;
 #     the grouping on one block against three launches from 129 tokens (MOE_GROUPING_MULTIBLOCK, main's);
 #  3. gpu-check of the branch (its new test of the balanced K warps, its switched cases; on an H200 if one
@@ -15,11 +18,11 @@
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s29b-gpu.tar.xz /tmp/n
+unpack_carry .carry/s29c-gpu.tar.xz /tmp/n
 mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/s28e-moe.tar.xz
 record_gpu $R/gpu.txt
 mkdir -p $R/st
-for shape in deepseek-v3-tp8 qwen3-30b-a3b; do
+for shape in deepseek-v3-tp8 qwen3-next-80b-a3b; do
   MOE_BIN=/tmp/n/bin NCU_SKIP=8 NCU_SAMPLING=0 OUT=$R/st/prologue-$shape-m1 \
     BENCH_ARGS="bench --shapes $shape --formats fp8_block --M 1 --copies 2" \
     timeout "$(cap 60 400)" scripts/profile-stalls prologue_small 2>&1 | tail -1
@@ -31,7 +34,7 @@ for round in 1 2; do
   for v in main branch balanced; do
     b=/tmp/n/bin/moe && [ $v = main ] && b=/tmp/m/bin/moe
     bal=0 && [ $v = balanced ] && bal=1
-    MOE_SWAP_AB_BALANCED_K=$bal timeout 60 $b bench --shapes deepseek-v3-tp8,qwen3-30b-a3b,qwen3-235b-a22b-tp8 \
+    MOE_SWAP_AB_BALANCED_K=$bal timeout 60 $b bench --shapes deepseek-v3-tp8,qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b \
       --formats fp8_block,bf16 --M 1,2,4,8,16,32 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s|^|round=$round $v |"
   done
 done > $R/ab-routing-balanced.log
@@ -48,9 +51,11 @@ done > $R/ab-grouping.log
 cut -c1-90 $R/ab-grouping.log | grep -E " (256|1024) "
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for b in /tmp/m/bin/moe /tmp/n/bin/moe; do
-  timeout 40 "$NCU" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
-    --metrics gpu__time_duration.sum $b bench --shapes deepseek-v3-tp8 --formats fp8_block --M 1 --copies 2 2>&1 |
-    grep -E "gpu__time" | sed "s|^|$b |"
+  for shape in deepseek-v3-tp8 qwen3-next-80b-a3b; do
+    timeout 40 "$NCU" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
+      --metrics gpu__time_duration.sum $b bench --shapes $shape --formats fp8_block --M 1 --copies 2 2>&1 |
+      grep -E "gpu__time" | sed "s|^|$b $shape |"
+  done
 done | tee $R/prologue-times.log
 pack
 quick_gpu_check /tmp/n/bin 5
