@@ -8,6 +8,8 @@
 #                              to each value in turn (list them alternated), its rows into LOG
 #   timeline MOE LOG [VAR=V..] the measuring build MOE's kernel timeline at batch 1 into LOG; prints its table
 #   binaries_ab LOG NEW OLD N  the same decode step from two moe binaries, alternated N times each
+#   op_rows LABEL MOE ARGS..   `MOE bench ARGS..` (the MoE op; 60 s at most), its table rows prefixed by LABEL
+#                              (an A/B's variant and round), e.g. MOE_X=1 op_rows "round=1 x=1" $MOE --shapes ..
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
 #   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
@@ -64,6 +66,11 @@ binaries_ab() {
     done
   done > "$log"
   cat "$log"
+}
+op_rows() {
+  local label=$1 moe=$2
+  shift 2
+  timeout 60 "$moe" bench "$@" 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16|mxfp4)|rror" | sed "s|^|$label |"
 }
 quick_gpu_check() {
   mkdir -p $R/gc

@@ -34,8 +34,8 @@ for round in 1 2; do
   for v in main branch balanced; do
     b=/tmp/n/bin/moe && [ $v = main ] && b=/tmp/m/bin/moe
     bal=0 && [ $v = balanced ] && bal=1
-    MOE_SWAP_AB_BALANCED_K=$bal timeout 60 $b bench --shapes deepseek-v3-tp8,qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b \
-      --formats fp8_block,bf16 --M 1,2,4,8,16,32 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s|^|round=$round $v |"
+    MOE_SWAP_AB_BALANCED_K=$bal op_rows "round=$round $v" $b --shapes deepseek-v3-tp8,qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b \
+      --formats fp8_block,bf16 --M 1,2,4,8,16,32
   done
 done > $R/ab-routing-balanced.log
 cut -c1-90 $R/ab-routing-balanced.log | grep -E " (1|8|32) " 
@@ -44,8 +44,8 @@ echo "a/b t=$(el)"
 # ncu) where one block took 5.7 at M=64: MOE_GROUPING_MULTIBLOCK=0 keeps the one-block kernel, no rebuild.
 for round in 1 2; do
   for v in 1 0; do
-    MOE_GROUPING_MULTIBLOCK=$v timeout 40 /tmp/m/bin/moe bench --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8 \
-      --formats fp8_block --M 192,256,512,1024 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" | sed "s|^|round=$round multiblock=$v |"
+    MOE_GROUPING_MULTIBLOCK=$v op_rows "round=$round multiblock=$v" /tmp/m/bin/moe \
+      --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8 --formats fp8_block --M 192,256,512,1024
   done
 done > $R/ab-grouping.log
 cut -c1-90 $R/ab-grouping.log | grep -E " (256|1024) "
