@@ -139,9 +139,34 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
   // Every (token, group) of the activations is quantised by some warp, in parallel; the items are dealt
   // from the last warp down, so the routing warps (the first M) start on them last.
   const GroupGrid grid(a.quant, a.hidden, 0);
-  const int groups = grid.count();
-  for (int p = warps - 1 - warp; p < M * groups; p += warps)
-    warp_quantize_token_group(a, p / groups, p % groups, grid, rows_f32);
+  const int groups = grid.count(), items = M * groups;
+  if (a.x_codes && !rows_f32) {
+    // fp8 codes from x in global memory: a warp's next kQuantBatch items' loads go out together, then each is
+    // quantised as warp_quantize_token_group does (the same items per warp, the same bits); one by one each
+    // item waited for its own round trip (M=8 at Qwen3's H: 4 items a warp).
+    constexpr int kQuantBatch = 4;
+    for (int p0 = warps - 1 - warp; p0 < items; p0 += kQuantBatch * warps) {
+      uint2 raw[kQuantBatch];
+#pragma unroll
+      for (int u = 0; u < kQuantBatch; ++u) {
+        const int p = p0 + u * warps, t = p / groups, g = p % groups;
+        raw[u] = p < items
+                     ? lane_group_bits(a.x + static_cast<size_t>(t) * a.hidden, grid.begin(g), grid.end(g))
+                     : make_uint2(0u, 0u);
+      }
+#pragma unroll
+      for (int u = 0; u < kQuantBatch; ++u) {
+        const int p = p0 + u * warps, t = p / groups, g = p % groups;
+        if (p >= items) break;
+        const size_t row = static_cast<size_t>(t) * a.hidden;
+        const float sc = warp_fp8_codes_from_bits(raw[u], grid.begin(g), grid.end(g), a.x_codes + row);
+        if (lane == 0) a.x_scales[static_cast<size_t>(t) * groups + g] = sc;
+      }
+    }
+  } else {
+    for (int p = warps - 1 - warp; p < items; p += warps)
+      warp_quantize_token_group(a, p / groups, p % groups, grid, rows_f32);
+  }
   if (a.shared_gate_out && threadIdx.x == 0) write_shared_grouping(a, M);
   __syncthreads();
   timeline.mark(mark + 1);
