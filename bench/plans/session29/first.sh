@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 29, first call. Carries: .carry/s29c-gpu.tar.xz (branch next/s29-routing at b0b3403, NOT RUN ON A
+# Session 29, first call. Carries: .carry/s29d-gpu.tar.xz (branch next/s29-routing at 9ad0d9b, NOT RUN ON A
 # GPU: the bench's DeepSeek layers without a shared-expert gate, as DeepSeek-V3's shared_experts; the gate's
 # dot product loaded 8 elements a lane, four chunks a trip, on a warp of its own; SigmoidGrouped compiled as
-# its own router kind; the swap-AB stages' balanced K warps behind MOE_SWAP_AB_BALANCED_K, off) and
+# its own router kind; the one-block prologue's quantisation loads batched four items a warp; the swap-AB
+# stages' balanced K warps behind MOE_SWAP_AB_BALANCED_K, off) and
 # .carry/s28e-moe.tar.xz (main's bin/moe at 1923ea1's kernels).
 # Session 28 found DeepSeek's one-block prologue taking 44 us at one token under ncu against 7 for Qwen3's
 # (37.7 after computing each expert's group once), its other warps waiting at the barrier for warp 0, which
@@ -18,7 +19,7 @@
 set -uo pipefail
 export END=${END:-585}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s29c-gpu.tar.xz /tmp/n
+unpack_carry .carry/s29d-gpu.tar.xz /tmp/n
 mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/s28e-moe.tar.xz
 record_gpu $R/gpu.txt
 mkdir -p $R/st
