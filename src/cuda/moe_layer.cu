@@ -387,18 +387,18 @@ int auto_swap_ab_below(int hidden, int inter, bool fp8) {
 
 namespace {
 
-// Auto takes the grouped GEMM from auto_swap_ab_below() tokens wherever the swap-AB stages do not run
-// (swap_ab_declined).
-bool use_mma(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act, int M,
-             GemmPath path, bool swap_ab_declined) {
-  const ExpertWeightsDev& w = layer.experts().view;
+// Auto's threshold for this layer's call (auto_swap_ab_below).
+int swap_ab_below(const DeviceMoeLayer& layer, const ActivationParams& act) {
+  return auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8);
+}
+
+// Auto takes the grouped GEMM from `below` tokens (swap_ab_below: where use_swap_ab never does).
+bool use_mma(const MoeWorkspace& ws, const ActivationParams& act, const ExpertWeightsDev& w, int M,
+             GemmPath path, int below) {
   if (path == GemmPath::Gemv || path == GemmPath::Stream || path == GemmPath::SwapAb ||
       ws.mma_max_tiles == 0 || !mma_supported(w.format, act.quant))
     return false;
-  return path == GemmPath::Mma || M >= mma_min_tokens() ||
-         (path == GemmPath::Auto &&
-          M >= auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8) &&
-          swap_ab_declined);
+  return path == GemmPath::Mma || M >= mma_min_tokens() || (path == GemmPath::Auto && M >= below);
 }
 
 // The streaming tensor-core stages need the fp8 codes of x, which the workspace holds for the formats that
@@ -426,7 +426,7 @@ int busiest_expert_pairs(int M, int top_k, int experts, bool shared) {
 // threshold, for both projections (routed and shared). fp8 needs the prologue's codes of x, which the
 // workspace holds for the formats that have tensor-core paths.
 bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const ActivationParams& act, int M,
-                 GemmPath path) {
+                 GemmPath path, int below) {
   // The environment's experimental Auto variants (MOE_DECODE, MOE_STAGE2_COMBINE) keep the GEMV.
   const bool auto_takes =
       path == GemmPath::Auto && M < mma_min_tokens() && !decode_by_default() && !stage2_combine_by_default();
@@ -434,10 +434,9 @@ bool use_swap_ab(const DeviceMoeLayer& layer, const MoeWorkspace& ws, const Acti
   if (act.quant == AQuant::Fp8 && !ws.mma_x_codes.bytes()) return false;
   if (!swap_ab_supported(layer.experts().view, act.quant)) return false;
   if (layer.shared() && !swap_ab_supported(layer.shared()->view, act.quant)) return false;
-  // Auto: below its threshold (auto_swap_ab_below), every token count, however busy its busiest expert (a
-  // pass too short for it makes a second pass; the GEMV would be slower still).
-  return path == GemmPath::SwapAb ||
-         M < auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8);
+  // Auto: below its threshold (`below`: swap_ab_below), every token count, however busy its busiest expert
+  // (a pass too short for it makes a second pass; the GEMV would be slower still).
+  return path == GemmPath::SwapAb || M < below;
 }
 
 enum class StagePath { Gemv, Stream, Mma, SwapAb };
@@ -587,9 +586,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   ra.topk_weights = ws.topk_weights.as<float>();
   // One path for both projections. The prologue quantises x for it: dequantised values for the GEMV, fp8
   // codes for the streaming, swap-AB and grouped-GEMM stages.
-  // Auto from auto_swap_ab_below() tokens: the grouped GEMM wherever the swap-AB stages decline.
-  const bool swap_ab = use_swap_ab(layer, ws, act, M, path);
-  const bool mma = use_mma(layer, ws, act, M, path, !swap_ab);
+  // Auto: the swap-AB stages below auto_swap_ab_below() tokens, the grouped GEMM from there.
+  const int below = swap_ab_below(layer, act);
+  const bool swap_ab = use_swap_ab(layer, ws, act, M, path, below);
+  const bool mma = use_mma(ws, act, layer.experts().view, M, path, below);
   const StagePath stages = mma                                ? StagePath::Mma
                            : use_stream(layer, ws, act, path) ? StagePath::Stream
                            : swap_ab                          ? StagePath::SwapAb

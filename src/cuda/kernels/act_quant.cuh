@@ -35,6 +35,12 @@ __device__ __forceinline__ float fp8_group_scale(float amax) {
 __device__ __forceinline__ uint8_t fp8_code(float v, float s) {
   return f32_to_fp8e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
 }
+// The codes of a pair of bf16 values (bits: lo in the low half) under scale s, lo's code in the low byte.
+__device__ __forceinline__ uint16_t fp8_code_pair(uint32_t bits, float s) {
+  const uint32_t lo = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits & 0xffffu)), s);
+  const uint32_t hi = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits >> 16)), s);
+  return static_cast<uint16_t>(lo | hi << 8);
+}
 
 // Quantises row[g0, g1) in place (g1 - g0 <= 128). Called by all 32 lanes of one warp.
 __device__ __forceinline__ void warp_quantize_group(AQuant q, float* row, int g0, int g1) {

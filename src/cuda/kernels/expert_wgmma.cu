@@ -239,9 +239,7 @@ __device__ __forceinline__ void store_h_codes(const MmaKernelArgs& a, size_t pai
     for (int jl = 0; jl < 2; ++jl) {
       const int q = 2 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
       if (n >= a.w.inter) continue;
-      const uint32_t lo = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] & 0xffffu)), s);
-      const uint32_t hi = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] >> 16)), s);
-      *reinterpret_cast<uint16_t*>(a.h_codes + pair * a.w.inter + n) = static_cast<uint16_t>(lo | hi << 8);
+      *reinterpret_cast<uint16_t*>(a.h_codes + pair * a.w.inter + n) = fp8_code_pair(bits[q], s);
     }
 }
 
@@ -446,16 +444,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       } else {
         for (int step = 0; step < a.steps; ++step) {
           int slot = 0;
-          if constexpr (kFp8) {
-            float part[64];
-            issue(part, slot);
-            wgmma_wait<0>();
-            finish(part, slot);
-          } else {
-            issue(acc, slot);
-            wgmma_wait<0>();
-            finish(acc, slot);
-          }
+          float part[64];  // fp8's step partial (bf16 adds to acc itself)
+          float(&dst)[64] = kFp8 ? part : acc;
+          issue(dst, slot);
+          wgmma_wait<0>();
+          finish(dst, slot);
           // The next item's expert end, now that its tile entry has had a K step to arrive.
           if (kAhead && step == 0 && has_next) next_end = a.offsets[next_tile.x + 1];
         }

@@ -72,9 +72,7 @@ __device__ __forceinline__ void stage_h_codes(const MmaKernelArgs& a, int g0, in
     for (int jl = 0; jl < 2; ++jl) {
       const int q = 2 * jj + jl, n = n0 + 16 * jj + 8 * jl + 2 * tig;
       if (n >= a.w.inter) continue;
-      const uint32_t lo = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] & 0xffffu)), s);
-      const uint32_t hi = fp8_code(bf16_to_f32(static_cast<uint16_t>(bits[q] >> 16)), s);
-      *reinterpret_cast<uint16_t*>(st.at(gid + 8 * h, n - g0)) = static_cast<uint16_t>(lo | hi << 8);
+      *reinterpret_cast<uint16_t*>(st.at(gid + 8 * h, n - g0)) = fp8_code_pair(bits[q], s);
     }
 }
 
