@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 29, second call (carries as first.sh). The first call had Qwen3-30B-A3B fp8 M=2 at 43.0 us on the
+# Session 29, second call. Carries: .carry/s29e-gpu.tar.xz (branch at a8863b3: first.sh's branch and the
+# single-block grouping up to 2048 pairs) and .carry/s28e-moe.tar.xz (main's bin/moe). The first call had Qwen3-30B-A3B fp8 M=2 at 43.0 us on the
 # branch against 39.2 on main (both rounds; M=1 and M=4 equal), and the balanced K warps 0.8 us slower at
 # M=1 but 1-2 us faster at M=4..32 (the TP8 shapes 10-20 % faster at every M). Steps:
 #  1. every kernel of the M=2 call, main's and the branch's (which launch grew);
@@ -8,7 +9,7 @@
 set -uo pipefail
 export END=${END:-400}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s29d-gpu.tar.xz /tmp/n
+unpack_carry .carry/s29e-gpu.tar.xz /tmp/n
 mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/s28e-moe.tar.xz
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 for v in main branch; do
@@ -29,6 +30,7 @@ for round in 1 2; do
   for v in main branch; do
     b=/tmp/n/bin/moe && [ $v = main ] && b=/tmp/m/bin/moe
     op_rows "round=$round $v" $b --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8 --formats fp8_block --M 1,2,3,4
+    op_rows "round=$round $v" $b --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 128,192,256,384,512
   done
 done | tee $R/m2-ab.log | cut -c1-90
 pack
