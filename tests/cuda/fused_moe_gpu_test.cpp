@@ -524,16 +524,16 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// The balanced K warps (swap_ab_balanced_k: 2 or 1 K warps where 4 would leave some a step more than others)
-// against the fp32 reference on layers whose stages take 3, 4, 6 and 2 K steps (stage 1 of H = 384 and 512,
-// stage 2 of I = 768 and 256), forced onto the swap-AB stages at decode and prefill token counts, and the
-// same bits run after run.
+// The balanced K warps (swap_ab_balanced_k: 2 or 1 K warps where 4 would leave some a step more than others),
+// forced on for every stage (by default only stages of at most 2 K steps), against the fp32 reference on
+// layers whose stages take 3, 4, 6 and 2 K steps (stage 1 of H = 384 and 512, stage 2 of I = 768 and 256),
+// forced onto the swap-AB stages at decode and prefill token counts, and the same bits run after run.
 TEST(FusedMoeGpuSwapAb, BalancedKWarpsMatchTheReference) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const bool balanced_default = cuda::swap_ab_balanced_k();
-  cuda::set_swap_ab_balanced_k(true);
+  const int balanced_default = cuda::swap_ab_balanced_k();
+  cuda::set_swap_ab_balanced_k(cuda::kBalanceAnyK);
   for (const NamedShape& shape : {NamedShape{"odd-k", 16, 384, 768, 4, 0, false, false},
                                   NamedShape{"two-step-shared", 64, 512, 256, 8, 256, true, false}})
     for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {

@@ -43,20 +43,22 @@ TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
   }
 }
 
-// The swap-AB stages' K warps: 8 for a wide K and 4 otherwise, unchanged without the switch; with it, the
-// count that pads the stage's steps least, so no K warp of a tile idles while another runs a step more.
+// The swap-AB stages' K warps: 8 for a wide K and 4 otherwise with the balancing off; balanced, the count
+// that pads the stage's steps least, so no K warp of a tile idles while another runs a step more; by default
+// only for stages of at most 2 steps.
 TEST(SwapAbKGroups, PadTheStepsLeast) {
   for (const int steps : {1, 2, 3, 4, 6, 7, 16, 23})
-    EXPECT_EQ(swap_ab_k_groups(steps, false, false), 4) << steps << " steps, unbalanced";
-  for (const int steps : {24, 56, 57}) {
-    EXPECT_EQ(swap_ab_k_groups(steps, true, false), 8) << steps << " steps, wide";
-    EXPECT_EQ(swap_ab_k_groups(steps, true, true), 8) << steps << " steps, wide and balanced";
-  }
+    EXPECT_EQ(swap_ab_k_groups(steps, false, kBalanceOff), 4) << steps << " steps, unbalanced";
+  for (const int steps : {24, 56, 57})
+    for (const int mode : {kBalanceOff, kBalanceShortK, kBalanceAnyK})
+      EXPECT_EQ(swap_ab_k_groups(steps, true, mode), 8) << steps << " steps, wide, mode " << mode;
   // Qwen3-30B-A3B's stage 2 (K 768: 6 steps), the TP8 stage 2s (2 steps), stage 1s of 16 steps, odd counts.
   const std::pair<int, int> want[] = {{6, 2},  {2, 2}, {16, 4}, {4, 4}, {8, 4},
                                       {12, 4}, {3, 1}, {5, 1},  {1, 1}};
   for (const auto& [steps, groups] : want) {
-    EXPECT_EQ(swap_ab_k_groups(steps, false, true), groups) << steps << " steps, balanced";
+    EXPECT_EQ(swap_ab_k_groups(steps, false, kBalanceAnyK), groups) << steps << " steps, balanced";
+    EXPECT_EQ(swap_ab_k_groups(steps, false, kBalanceShortK), steps <= 2 ? groups : 4)
+        << steps << " steps, short K only";
     const int g = groups;
     for (const int other : {1, 2, 4})
       EXPECT_LE((steps + g - 1) / g * g, (steps + other - 1) / other * other) << steps << " steps: " << other;

@@ -767,21 +767,25 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
-// Off until measured (session 28, NOT RUN ON A GPU).
-EnvSwitch balanced_k_switch("MOE_SWAP_AB_BALANCED_K", false);
+// kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
+// at 1-32 tokens (Qwen3-235B-A22B TP8 fp8 M=8 63.3 against 73.6 us, DeepSeek-V3 TP8 M=16 184.9 against
+// 222.2), and Qwen3-30B-A3B's stage 2 (6 steps) 1 % slower at decode batch 1 (2.683-2.696 against 2.660-2.669
+// ms) though 1.2 % faster at batch 8.
+EnvCount balanced_k_setting("MOE_SWAP_AB_BALANCED_K", kBalanceShortK, kBalanceShortK, kBalanceAnyK);
 }  // namespace
 
-bool swap_ab_balanced_k() {
-  return balanced_k_switch.get();
+int swap_ab_balanced_k() {
+  return balanced_k_setting.get();
 }
 
-void set_swap_ab_balanced_k(bool on) {
-  balanced_k_switch.set(on);
+void set_swap_ab_balanced_k(int mode) {
+  balanced_k_setting.set(mode);
 }
 
-int swap_ab_k_groups(int steps, bool wide, bool balanced) {
+int swap_ab_k_groups(int steps, bool wide, int balance) {
   if (wide) return 8;
-  if (!balanced) return 4;
+  // Short K: only where four K warps would leave at least half their step slots idle.
+  if (balance == kBalanceOff || (balance == kBalanceShortK && steps > 2)) return 4;
   // The fewest K steps padded to a multiple of the group count (each warp's chain per row is ceil(steps /
   // groups) steps, for rows / groups of the tile), the most groups on a tie.
   int best = 4;

@@ -74,13 +74,16 @@ void set_swap_ab_fp8_pairs_early(bool on);
 // Whether a stage whose K steps do not split evenly over its four K warps (Qwen3-30B-A3B's stage 2: 6 steps,
 // warps of 2, 2, 1 and 1 with the tile waiting for the longest; TP8 stage 2 of DeepSeek-V3 and
 // Qwen3-235B-A22B: 2 steps, two warps idle) takes 2 or 1 K warps instead, over taller row tiles
-// (swap_ab_k_groups): another summation order, fixed per layer shape. MOE_SWAP_AB_BALANCED_K=1 (off: NOT RUN
-// ON A GPU); set_swap_ab_balanced_k overrides it.
-bool swap_ab_balanced_k();
-void set_swap_ab_balanced_k(bool on);
-// The K warps (of the block's 8) for a stage of `steps` K steps: 8 for a wide K, else 4, or with `balanced`
-// the one of 4, 2 and 1 that pads the steps least (the most on a tie). Host arithmetic, tested without a GPU.
-int swap_ab_k_groups(int steps, bool wide, bool balanced);
+// (swap_ab_k_groups): another summation order, fixed per layer shape, never by M.
+// MOE_SWAP_AB_BALANCED_K: -1 (kBalanceShortK, the default) where a stage takes at most 2 steps, 0 never,
+// 1 wherever the split is uneven; set_swap_ab_balanced_k overrides it.
+constexpr int kBalanceShortK = -1, kBalanceOff = 0, kBalanceAnyK = 1;
+int swap_ab_balanced_k();
+void set_swap_ab_balanced_k(int mode);
+// The K warps (of the block's 8) for a stage of `steps` K steps: 8 for a wide K, else 4, or where `balance`
+// says so the one of 4, 2 and 1 that pads the steps least (the most on a tie). Host arithmetic, tested
+// without a GPU.
+int swap_ab_k_groups(int steps, bool wide, int balance);
 
 // Blocks the swap-AB stages have launched in this process (both stages, every launch): the tests' view of
 // how the launches were sized (the joint wave changes only the block counts, never a bit).
