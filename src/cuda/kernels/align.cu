@@ -59,11 +59,6 @@ __global__ void __launch_bounds__(kAlignThreads) align_kernel(AlignArgs a) {
 constexpr int kChunkThreads = 256;
 // Pairs per block of the many-block grouping at least (fewer blocks for small calls).
 constexpr int kMinChunk = 1024;
-// Up to this many pairs the single-block kernel groups them (one launch instead of three). Session 29 (H100,
-// two rounds, MOE_GROUPING_MULTIBLOCK=0 against 1): the single block was ahead at 192 and 256 tokens of
-// top 8 (Qwen3-30B-A3B fp8 248.5 / 259.6 us against 250.6-251.9 / 262.5-266.2), level at 512, behind at
-// 1024 (311.5 against 305.5).
-constexpr int kSingleBlockMaxPairs = 2048;
 
 // Block b's pairs [b * chunk, (b + 1) * chunk) counted per expert into block_counts[b].
 __global__ void __launch_bounds__(kChunkThreads) group_count_kernel(AlignArgs a, int chunk) {
@@ -146,7 +141,8 @@ EnvSwitch multiblock_switch("MOE_GROUPING_MULTIBLOCK");
 void launch_align(const AlignArgs& a, cudaStream_t stream) {
   const int E = a.num_experts;
   const int blocks = std::clamp((a.n_pairs + kMinChunk - 1) / kMinChunk, 1, kGroupingMaxBlocks);
-  if (!a.block_counts || a.n_pairs <= kSingleBlockMaxPairs || !multiblock_switch.get()) {
+  // One block's worth of pairs (M = 9..128 at top 8): the single-block kernel, one launch instead of three.
+  if (!a.block_counts || blocks == 1 || !multiblock_switch.get()) {
     const int smem = kWarps * E * static_cast<int>(sizeof(int));
     MOE_CUDA_CHECK(cudaFuncSetAttribute(align_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     launch_overlapped(align_kernel, dim3(1), dim3(kAlignThreads), smem, stream, a);
