@@ -20,6 +20,50 @@ __device__ __forceinline__ float key_value(unsigned key) {
   return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
 }
 
+// SigmoidGrouped's group stage for groups of exactly 32 experts (E = 32 * n_group <= 32 *
+// kMaxExpertsPerLane): lane l's sel[j] is expert j * 32 + l, so group j is slot j of every lane. Each group's
+// two best selection scores by one shuffle tree over all groups at once; then the topk_group best groups
+// (ties to the lower group, groups of -inf never) picked the same way in every lane; sel of the other groups'
+// experts -> -inf.
+template <int kMaxExpertsPerLane>
+__device__ __forceinline__ void sel_groups_of_32(const RouterParams& rp, float (&sel)[kMaxExpertsPerLane]) {
+  float b1[kMaxExpertsPerLane], b2[kMaxExpertsPerLane];
+#pragma unroll
+  for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+    b1[j] = sel[j] > -INFINITY ? sel[j] : -INFINITY;  // as the general loop's first `v > b1` (NaN stays out)
+    b2[j] = -INFINITY;
+  }
+  for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+    for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+      const float o1 = __shfl_xor_sync(kFullMask, b1[j], off), o2 = __shfl_xor_sync(kFullMask, b2[j], off);
+      const float hi = fmaxf(b1[j], o1), lo = fmaxf(fminf(b1[j], o1), fmaxf(b2[j], o2));
+      b1[j] = hi;
+      b2[j] = lo;
+    }
+  }
+  float score[kMaxExpertsPerLane];
+#pragma unroll
+  for (int j = 0; j < kMaxExpertsPerLane; ++j) score[j] = j < rp.n_group ? b1[j] + b2[j] : -INFINITY;
+  unsigned keep = 0;
+  for (int k = 0; k < rp.topk_group; ++k) {
+    int best = -1;
+    float best_v = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+      const bool open = score[j] != -INFINITY && !((keep >> j) & 1u);
+      if (open && (best < 0 || score[j] > best_v)) {
+        best = j;
+        best_v = score[j];
+      }
+    }
+    if (best >= 0) keep |= 1u << best;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxExpertsPerLane; ++j)
+    if (j < rp.n_group && !((keep >> j) & 1u)) sel[j] = -INFINITY;
+}
+
 // Writes ids[0..K) (descending selection score; local ids, -1 for another rank's expert) and weights[0..K),
 // and returns pick `lane`'s id to lanes below K (-1 to the others), so a caller needs no read-back of ids.
 // kMaxExpertsPerLane * 32 >= E: instantiated for 4, 8, 16 and 32 so small expert counts keep everything in
@@ -68,42 +112,52 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
     // instructions, and inside the loop the routing warp made 64 of them in a row (DeepSeek-V3's one-block
     // prologue at one token: 44 us under ncu, against 7 for Qwen3's softmax routing).
     const int gsize = E / rp.n_group;
-    int group[kMaxExpertsPerLane];
+    if (gsize == 32 && E == 32 * rp.n_group) {
+      // Groups of 32 (DeepSeek-V3: 256 experts in 8): group j is every lane's expert j * 32 + lane, so all
+      // groups' best two go through one shuffle tree together (5 dependent rounds where the loop below takes
+      // 5 per group), every lane ends with every group's score, and the groups are picked lane by lane with
+      // no shuffles. The same values and picks as the loop below (max / min are exact; the lowest group wins
+      // a tie, a group of -inf is never kept).
+      sel_groups_of_32<kMaxExpertsPerLane>(rp, sel);
+    } else {
+      int group[kMaxExpertsPerLane];
 #pragma unroll
-    for (int j = 0; j < kMaxExpertsPerLane; ++j) group[j] = j * 32 + lane < E ? (j * 32 + lane) / gsize : -1;
-    float my_group = -INFINITY;
-    for (int g = 0; g < rp.n_group; ++g) {
-      float b1 = -INFINITY, b2 = -INFINITY;
+      for (int j = 0; j < kMaxExpertsPerLane; ++j)
+        group[j] = j * 32 + lane < E ? (j * 32 + lane) / gsize : -1;
+      float my_group = -INFINITY;
+      for (int g = 0; g < rp.n_group; ++g) {
+        float b1 = -INFINITY, b2 = -INFINITY;
 #pragma unroll
-      for (int j = 0; j < kMaxExpertsPerLane; ++j) {
-        if (group[j] == g) {
-          const float v = sel[j];
-          if (v > b1) {
-            b2 = b1;
-            b1 = v;
-          } else if (v > b2) {
-            b2 = v;
+        for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+          if (group[j] == g) {
+            const float v = sel[j];
+            if (v > b1) {
+              b2 = b1;
+              b1 = v;
+            } else if (v > b2) {
+              b2 = v;
+            }
           }
         }
+        for (int off = 16; off > 0; off /= 2) {
+          const float o1 = __shfl_xor_sync(kFullMask, b1, off), o2 = __shfl_xor_sync(kFullMask, b2, off);
+          const float hi = fmaxf(b1, o1), lo = fmaxf(fminf(b1, o1), fmaxf(b2, o2));
+          b1 = hi;
+          b2 = lo;
+        }
+        if (lane == g) my_group = gsize >= 2 ? b1 + b2 : b1;
       }
-      for (int off = 16; off > 0; off /= 2) {
-        const float o1 = __shfl_xor_sync(kFullMask, b1, off), o2 = __shfl_xor_sync(kFullMask, b2, off);
-        const float hi = fmaxf(b1, o1), lo = fmaxf(fminf(b1, o1), fmaxf(b2, o2));
-        b1 = hi;
-        b2 = lo;
+      unsigned keep = 0;
+      for (int k = 0; k < rp.topk_group; ++k) {
+        const ArgMax best =
+            warp_argmax(ArgMax{my_group, lane < rp.n_group && my_group != -INFINITY ? lane : -1});
+        if (best.i >= 0) keep |= 1u << best.i;
+        if (lane == best.i) my_group = -INFINITY;
       }
-      if (lane == g) my_group = gsize >= 2 ? b1 + b2 : b1;
-    }
-    unsigned keep = 0;
-    for (int k = 0; k < rp.topk_group; ++k) {
-      const ArgMax best =
-          warp_argmax(ArgMax{my_group, lane < rp.n_group && my_group != -INFINITY ? lane : -1});
-      if (best.i >= 0) keep |= 1u << best.i;
-      if (lane == best.i) my_group = -INFINITY;
-    }
 #pragma unroll
-    for (int j = 0; j < kMaxExpertsPerLane; ++j)
-      if (group[j] >= 0 && !((keep >> group[j]) & 1u)) sel[j] = -INFINITY;
+      for (int j = 0; j < kMaxExpertsPerLane; ++j)
+        if (group[j] >= 0 && !((keep >> group[j]) & 1u)) sel[j] = -INFINITY;
+    }
   }
 
   // Top-K picks; lane k keeps pick k's id and routing value. Each round is two warp reductions in hardware
