@@ -101,11 +101,20 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
 #pragma unroll
     for (int j = 0; j < kMaxExpertsPerLane; ++j) sel[j] = prob[j];
   } else {
+    // The selection biases loaded together before the sigmoids: loaded inside their loop, each waited for its
+    // own round trip (the division's slow-path branch splits the loop into blocks ptxas does not hoist loads
+    // across: 8 dependent trips on DeepSeek-V3's routing warp).
+    float bias[kMaxExpertsPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxExpertsPerLane; ++j) {
+      const int e = j * 32 + lane;
+      bias[j] = rp.bias && e < E ? rp.bias[e] : 0.0f;
+    }
 #pragma unroll
     for (int j = 0; j < kMaxExpertsPerLane; ++j) {
       const int e = j * 32 + lane;
       prob[j] = e < E ? 1.0f / (1.0f + expf(-prob[j])) : 0.0f;
-      sel[j] = e < E ? prob[j] + (rp.bias ? rp.bias[e] : 0.0f) : -INFINITY;
+      sel[j] = e < E ? prob[j] + bias[j] : -INFINITY;
     }
     // Group scores: the sum of each group's two best selection scores; lane g keeps group g's. Each expert's
     // group once, before the loop over groups: a division by the run-time group size is ~20 dependent
