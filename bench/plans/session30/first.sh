@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 30, first call. Carries: .carry/s30a-gpu.tar.xz (branch next/s30-bias at a913058, NOT RUN ON A GPU:
+# SigmoidGrouped's selection biases loaded together before the sigmoids; inside their loop each waited for
+# its own round trip, 8 in a row on DeepSeek's routing warp, because ptxas hoists no load across the
+# division's slow-path branch: SASS at b365f3d had LDG bias, MUFU.EX2, MUFU.RCP per expert slot) and
+# .carry/s30-main-moe.tar.xz (main's bin/moe at b365f3d).
+#  1. the DeepSeek shape's GPU tests on the branch;
+#  2. main against the branch, DeepSeek-V3 TP8 and full fp8 / bf16 at M = 1..8, two rounds; the one-block
+#     prologue's time under ncu (b365f3d: 12.8-13.0 us at one token);
+#  3. gpu-check of the branch (its benchmarks give the H200 column if the card is one).
+set -uo pipefail
+export END=${END:-585}
+source bench/plans/lib/gpu-env.sh
+unpack_carry .carry/s30a-gpu.tar.xz /tmp/n
+mkdir -p /tmp/m && tar -C /tmp/m -xJf .carry/s30-main-moe.tar.xz
+rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
+timeout "$(cap 90 400)" /tmp/n/bin/cuda_fused_moe_test --gtest_filter='*deepseek*' > $R/tests-deepseek.log 2>&1
+echo "tests rc $? t=$(el)"
+grep -E "^\[  (PASSED|FAILED) " $R/tests-deepseek.log | head -4
+for round in 1 2; do
+  for v in main new; do
+    b=/tmp/n/bin/moe && [ $v = main ] && b=/tmp/m/bin/moe
+    op_rows "round=$round $v" $b --shapes deepseek-v3-tp8 --formats fp8_block,bf16 --M 1,2,4,8
+    op_rows "round=$round $v" $b --shapes deepseek-v3 --formats fp8_block --M 1 --copies 3
+  done
+done > $R/ab-bias.log
+cut -c1-90 $R/ab-bias.log | grep -E " (1|8) "
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+for b in /tmp/m/bin/moe /tmp/n/bin/moe; do
+  timeout 30 "$NCU" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
+    --metrics gpu__time_duration.sum $b bench --shapes deepseek-v3-tp8 --formats fp8_block --M 1 --copies 2 2>&1 |
+    grep -E "gpu__time" | sed "s|^|$b |"
+done | tee $R/prologue-times.log
+echo "a/b t=$(el)"
+pack
+quick_gpu_check /tmp/n/bin 5
+grep -E "^deepseek-v3 " $R/gc/bench.log | head -2
+pack
+echo "done t=$(el)"
