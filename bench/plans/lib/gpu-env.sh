@@ -10,6 +10,8 @@
 #   binaries_ab LOG NEW OLD N  the same decode step from two moe binaries, alternated N times each
 #   op_rows LABEL MOE ARGS..   `MOE bench ARGS..` (the MoE op; 60 s at most), its table rows prefixed by LABEL
 #                              (an A/B's variant and round), e.g. MOE_X=1 op_rows "round=1 x=1" $MOE --shapes ..
+#   ab_op_rows OLD NEW ARGS..  op_rows of two moe binaries, two rounds alternated, labelled "round=N main|new"
+#   prologue_ncu SHAPE BIN..   ncu's time of each binary's one-block prologue at one token (fp8, SHAPE)
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
 #   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
@@ -71,6 +73,24 @@ op_rows() {
   local label=$1 moe=$2
   shift 2
   timeout 60 "$moe" bench "$@" 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16|mxfp4)|rror" | sed "s|^|$label |"
+}
+ab_op_rows() {
+  local old=$1 new=$2 round
+  shift 2
+  for round in 1 2; do
+    op_rows "round=$round main" "$old" "$@"
+    op_rows "round=$round new" "$new" "$@"
+  done
+}
+prologue_ncu() {
+  local shape=$1 b ncu
+  shift
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for b in "$@"; do
+    timeout 30 "$ncu" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
+      --metrics gpu__time_duration.sum "$b" bench --shapes "$shape" --formats fp8_block --M 1 --copies 2 2>&1 |
+      grep -E "gpu__time" | sed "s|^|$b $shape |"
+  done
 }
 quick_gpu_check() {
   mkdir -p $R/gc

@@ -17,20 +17,12 @@ rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 timeout "$(cap 90 400)" /tmp/n/bin/cuda_fused_moe_test --gtest_filter='*deepseek*' > $R/tests-deepseek.log 2>&1
 echo "tests rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED) " $R/tests-deepseek.log | head -4
-for round in 1 2; do
-  for v in main new; do
-    b=/tmp/n/bin/moe && [ $v = main ] && b=/tmp/m/bin/moe
-    op_rows "round=$round $v" $b --shapes deepseek-v3-tp8 --formats fp8_block,bf16 --M 1,2,4,8
-    op_rows "round=$round $v" $b --shapes deepseek-v3 --formats fp8_block --M 1 --copies 3
-  done
-done > $R/ab-bias.log
+{
+  ab_op_rows /tmp/m/bin/moe /tmp/n/bin/moe --shapes deepseek-v3-tp8 --formats fp8_block,bf16 --M 1,2,4,8
+  ab_op_rows /tmp/m/bin/moe /tmp/n/bin/moe --shapes deepseek-v3 --formats fp8_block --M 1 --copies 3
+} > $R/ab-bias.log
 cut -c1-90 $R/ab-bias.log | grep -E " (1|8) "
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for b in /tmp/m/bin/moe /tmp/n/bin/moe; do
-  timeout 30 "$NCU" --clock-control none -k 'regex:prologue' --launch-skip 24 --launch-count 2 \
-    --metrics gpu__time_duration.sum $b bench --shapes deepseek-v3-tp8 --formats fp8_block --M 1 --copies 2 2>&1 |
-    grep -E "gpu__time" | sed "s|^|$b |"
-done | tee $R/prologue-times.log
+prologue_ncu deepseek-v3-tp8 /tmp/m/bin/moe /tmp/n/bin/moe | tee $R/prologue-times.log
 echo "a/b t=$(el)"
 pack
 quick_gpu_check /tmp/n/bin 5
