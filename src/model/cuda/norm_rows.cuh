@@ -134,16 +134,30 @@ __device__ inline void norm_rows_to_shared(const NormInput& p, int M, int n, flo
     float ss = 0.0f;
     for (int i0 = threadIdx.x; summer && i0 < n; i0 += kBatch * stride) {
       float v[kBatch];
+      if constexpr (kCombine) {
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * stride;
-        v[u] = 0.0f;
-        if (kCombine && i < n) {
-          v[u] = a[off + i] + staged_combine(p.combine, staged, n, m, i);
-        } else if (i < n) {
-          v[u] = p.x[off + i];
-          if (p.res_f32) v[u] += p.res_f32[off + i];
-          if (p.res_bf16) v[u] += bf16_to_f32(p.res_bf16[off + i]);
+        for (int u = 0; u < kBatch; ++u) {
+          const int i = i0 + u * stride;
+          v[u] = i < n ? a[off + i] + staged_combine(p.combine, staged, n, m, i) : 0.0f;
+        }
+      } else {
+        // Every load of the batch first, then the sums: written as one loop, ptxas put each element's loads
+        // right before its adds, 8 round trips in a row after the wait (the decode GEMV's and the router
+        // kernel's SASS: LDG x, LDG res, FADD, then the next element's LDGs).
+        float xs[kBatch], rf[kBatch];
+        uint16_t rb[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int i = i0 + u * stride;
+          xs[u] = i < n ? p.x[off + i] : 0.0f;
+          rf[u] = p.res_f32 && i < n ? p.res_f32[off + i] : 0.0f;
+          rb[u] = p.res_bf16 && i < n ? p.res_bf16[off + i] : uint16_t{0};
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          v[u] = xs[u];
+          if (p.res_f32) v[u] += rf[u];
+          if (p.res_bf16) v[u] += bf16_to_f32(rb[u]);
         }
       }
 #pragma unroll
