@@ -1,22 +1,13 @@
 #!/usr/bin/env python3
 """scripts/check-sass's reading of SASS: the descriptor faults it must find (session 19's miscompile, copied
 from cuobjdump's output of the measuring build) and the forms it must pass."""
-import importlib.machinery
-import importlib.util
-import os
 import sys
 
-script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check-sass")
-loader = importlib.machinery.SourceFileLoader("check_sass", script)
-spec = importlib.util.spec_from_loader("check_sass", loader)
-check_sass = importlib.util.module_from_spec(spec)
-loader.exec_module(check_sass)
+from sass_text import line, load_script
+
+check_sass = load_script("check-sass")
 
 HEAD = "\t\tFunction : _Z6kernelPKhPf\n"
-
-
-def line(addr, text):
-    return f"        /*{addr:04x}*/                   {text} ;                 /* 0x0000000008067dae */\n"
 
 
 def test(name, sass, expected):

@@ -1,24 +1,11 @@
 #!/usr/bin/env python3
 """scripts/cold-params's reading of SASS: parameter lines and bank-2 reads first made after the programmatic
 wait count, those read before it (or below the parameters) do not, and kernels without a wait are left out."""
-import importlib.machinery
-import importlib.util
-import os
 import sys
 
-script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "cold-params")
-loader = importlib.machinery.SourceFileLoader("cold_params", script)
-spec = importlib.util.spec_from_loader("cold_params", loader)
-cold_params = importlib.util.module_from_spec(spec)
-loader.exec_module(cold_params)
+from sass_text import kernel, load_script
 
-
-def line(addr, text):
-    return f"        /*{addr:04x}*/                   {text} ;                 /* 0x0000000008067dae */\n"
-
-
-def kernel(name, lines):
-    return f"\t\tFunction : {name}\n" + "".join(line(16 * i, t) for i, t in enumerate(lines))
+cold_params = load_script("cold-params")
 
 
 def test(name, sass, expected):

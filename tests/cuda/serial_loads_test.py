@@ -2,24 +2,11 @@
 """scripts/serial-loads's reading of SASS: after the programmatic wait, loads that go out a few at a time,
 each few used before the next issue, make a run of small rounds; one batch of loads used afterwards makes one
 round; loads before the wait and kernels without a wait are left out."""
-import importlib.machinery
-import importlib.util
-import os
 import sys
 
-script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "serial-loads")
-loader = importlib.machinery.SourceFileLoader("serial_loads", script)
-spec = importlib.util.spec_from_loader("serial_loads", loader)
-serial_loads = importlib.util.module_from_spec(spec)
-loader.exec_module(serial_loads)
+from sass_text import kernel, load_script
 
-
-def line(addr, text):
-    return f"        /*{addr:04x}*/                   {text} ;                 /* 0x0000000008067dae */\n"
-
-
-def kernel(name, lines):
-    return f"\t\tFunction : {name}\n" + "".join(line(16 * i, t) for i, t in enumerate(lines))
+serial_loads = load_script("serial-loads")
 
 
 def test(name, sass, expected):

@@ -830,10 +830,6 @@ bool swap_ab_routes_itself(const ExpertWeightsDev& w, int M, int top_k, int rout
          M * top_k <= kBlockRouteMaxPairs && router_experts <= 32 * kBlockRoutePerLane && top_k <= 32;
 }
 
-int swap_ab_max_pass_tokens(const ExpertWeightsDev& w) {
-  return 8 * max_column_tiles(w);
-}
-
 bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q) {
   const bool formats =
       (w.format == WFormat::Bf16 && q == AQuant::None) || (w.format == WFormat::Fp8Block && q == AQuant::Fp8);

@@ -18,8 +18,6 @@ namespace moe::cuda {
 bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q);
 
 // Stage 1 reads x as fp8 codes and 1x128 scales (fp8_block; the prologue writes them) or as bf16 (bf16).
-// The most tokens one pass can take for this projection (8, 16 or 32: what shared memory holds).
-int swap_ab_max_pass_tokens(const ExpertWeightsDev& w);
 
 struct SwapAbInputs {
   const uint16_t* x;              // [tokens, H] bf16
