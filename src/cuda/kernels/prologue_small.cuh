@@ -87,6 +87,15 @@ __device__ __forceinline__ uint2 lane_group_bits_f32(const float* src, int g0, i
                     f32_to_bf16(v.z) | static_cast<uint32_t>(f32_to_bf16(v.w)) << 16);
 }
 
+// Token t's group g (of `groups` a token) of fp8 codes and its scale, from every lane's lane_group_bits of it
+// (a.x_codes set).
+__device__ __forceinline__ void warp_store_fp8_group(const RouteArgs& a, int t, int g, const GroupGrid& grid,
+                                                     int groups, uint2 raw) {
+  const size_t row = static_cast<size_t>(t) * a.hidden;
+  const float s = warp_fp8_codes_from_bits(raw, grid.begin(g), grid.end(g), a.x_codes + row);
+  if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * groups + g] = s;
+}
+
 // Token t's activation group g for stage 1: fp8 codes + scale when the streaming path asks for them, else the
 // dequantised values in xq (the GEMV path); nothing when neither is wanted (bf16 streamed straight from x).
 // rows_f32: x in fp32 in shared memory ([M][hidden], 16-byte aligned), whose bf16 rounding is a.x (the
@@ -98,8 +107,7 @@ __device__ __forceinline__ void warp_quantize_token_group(const RouteArgs& a, in
     const int g0 = grid.begin(g), g1 = grid.end(g);
     const uint2 raw =
         rows_f32 ? lane_group_bits_f32(rows_f32 + row, g0, g1) : lane_group_bits(a.x + row, g0, g1);
-    const float s = warp_fp8_codes_from_bits(raw, g0, g1, a.x_codes + row);
-    if (threadIdx.x % 32 == 0) a.x_scales[static_cast<size_t>(t) * grid.count() + g] = s;
+    warp_store_fp8_group(a, t, g, grid, grid.count(), raw);
   } else if (a.xq) {
     warp_load_quantize_group(a.quant, a.x + row, a.xq + row, grid.begin(g), grid.end(g));
   }
@@ -156,11 +164,9 @@ __device__ __forceinline__ void prologue_small(const RouteArgs& a, const AlignAr
       }
 #pragma unroll
       for (int u = 0; u < kQuantBatch; ++u) {
-        const int p = p0 + u * warps, t = p / groups, g = p % groups;
+        const int p = p0 + u * warps;
         if (p >= items) break;
-        const size_t row = static_cast<size_t>(t) * a.hidden;
-        const float sc = warp_fp8_codes_from_bits(raw[u], grid.begin(g), grid.end(g), a.x_codes + row);
-        if (lane == 0) a.x_scales[static_cast<size_t>(t) * groups + g] = sc;
+        warp_store_fp8_group(a, p / groups, p % groups, grid, groups, raw[u]);
       }
     }
   } else {

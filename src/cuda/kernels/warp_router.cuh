@@ -20,6 +20,15 @@ __device__ __forceinline__ float key_value(unsigned key) {
   return __uint_as_float(key & 0x80000000u ? key & 0x7fffffffu : ~key);
 }
 
+// One step of a shuffle tree over (best, second best) pairs: this lane's pair merged with lane ^ off's (max
+// and min are exact, so any tree gives every lane the same two values).
+__device__ __forceinline__ void merge_top2_xor(float& b1, float& b2, int off) {
+  const float o1 = __shfl_xor_sync(kFullMask, b1, off), o2 = __shfl_xor_sync(kFullMask, b2, off);
+  const float hi = fmaxf(b1, o1), lo = fmaxf(fminf(b1, o1), fmaxf(b2, o2));
+  b1 = hi;
+  b2 = lo;
+}
+
 // SigmoidGrouped's group stage for groups of exactly 32 experts (E = 32 * n_group <= 32 *
 // kMaxExpertsPerLane): lane l's sel[j] is expert j * 32 + l, so group j is slot j of every lane. Each group's
 // two best selection scores by one shuffle tree over all groups at once; then the topk_group best groups
@@ -33,15 +42,9 @@ __device__ __forceinline__ void sel_groups_of_32(const RouterParams& rp, float (
     b1[j] = sel[j] > -INFINITY ? sel[j] : -INFINITY;  // as the general loop's first `v > b1` (NaN stays out)
     b2[j] = -INFINITY;
   }
-  for (int off = 16; off > 0; off /= 2) {
+  for (int off = 16; off > 0; off /= 2)
 #pragma unroll
-    for (int j = 0; j < kMaxExpertsPerLane; ++j) {
-      const float o1 = __shfl_xor_sync(kFullMask, b1[j], off), o2 = __shfl_xor_sync(kFullMask, b2[j], off);
-      const float hi = fmaxf(b1[j], o1), lo = fmaxf(fminf(b1[j], o1), fmaxf(b2[j], o2));
-      b1[j] = hi;
-      b2[j] = lo;
-    }
-  }
+    for (int j = 0; j < kMaxExpertsPerLane; ++j) merge_top2_xor(b1[j], b2[j], off);
   float score[kMaxExpertsPerLane];
 #pragma unroll
   for (int j = 0; j < kMaxExpertsPerLane; ++j) score[j] = j < rp.n_group ? b1[j] + b2[j] : -INFINITY;
@@ -148,12 +151,7 @@ __device__ __forceinline__ int warp_route(const RouterParams& rp, const float* l
             }
           }
         }
-        for (int off = 16; off > 0; off /= 2) {
-          const float o1 = __shfl_xor_sync(kFullMask, b1, off), o2 = __shfl_xor_sync(kFullMask, b2, off);
-          const float hi = fmaxf(b1, o1), lo = fmaxf(fminf(b1, o1), fmaxf(b2, o2));
-          b1 = hi;
-          b2 = lo;
-        }
+        for (int off = 16; off > 0; off /= 2) merge_top2_xor(b1, b2, off);
         if (lane == g) my_group = gsize >= 2 ? b1 + b2 : b1;
       }
       unsigned keep = 0;
