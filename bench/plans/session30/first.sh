@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Session 30, first call. Carries: .carry/s30b-gpu.tar.xz (branch next/s30-bias at 2db8ad2, NOT RUN ON A GPU:
+# Session 30, first call. Carries: .carry/s30b-gpu.tar.xz (branch next/s30-bias at acb2f53, NOT RUN ON A GPU:
 # (a) SigmoidGrouped's selection biases loaded together before the sigmoids; inside their loop each waited for
 # its own round trip, 8 in a row on DeepSeek's routing warp, because ptxas hoists no load across the
 # division's slow-path branch: SASS at b365f3d had LDG bias, MUFU.EX2, MUFU.RCP per expert slot; (b) the
 # model's norms (decode GEMV, router kernel) load a batch's x and residuals first, then add: the SASS had
 # each element's LDGs right before its FADD, 8 round trips in a row after the wait, in both norms of every
-# decode layer) and .carry/s30-main-moe.tar.xz (main's bin/moe at b365f3d).
+# decode layer; (c) merge_top2_xor and warp_store_fp8_group, one copy each of code the routing and the
+# prologue's quantisation had twice, slightly other SASS) and .carry/s30-main-moe.tar.xz (main's bin/moe at b365f3d).
 #  1. the DeepSeek shape's GPU tests on the branch;
 #  2. main against the branch, DeepSeek-V3 TP8 and full fp8 / bf16 at M = 1..8, two rounds; the one-block
 #     prologue's time under ncu (b365f3d: 12.8-13.0 us at one token); the model's decode step (Qwen3-30B-A3B
