@@ -185,20 +185,36 @@ __device__ void stage_tokens(const SwapAbArgs& a, const int* sorted, bool from_b
     }
     return;
   }
-  // fp8: item i's scale goes out with its code chunk (there are 8 chunks per scale), one round trip for both.
+  // fp8: the lane of chunk c < steps of row t also takes the row's scale c (a row has 8 chunks per scale),
+  // from the same source row: one pair read, then the codes and the scale in one round trip. (Scale item i
+  // by its own token i / steps needed a second pair read, so the scale went out a round trip after the codes:
+  // sorted, codes, sorted, scale in stage 1's SASS.) A thread's items go kStageBatch at a time, every load of
+  // the batch before its stores: one item a trip, each trip waited for its round trips before the next
+  // (DeepSeek's H = 7168 has 448 chunks a row: two items a thread for one token).
+  constexpr int kStageBatch = kTokens == 8 ? 2 : 1;  // the wider passes spilled more with 2 (ptxas)
   const int kbytes = geo.k_elems * geo.esz, chunks = geo.steps * (kStepBytes / 16);
-  const int scale_items = kFp8 ? kTokens * geo.steps : 0;
-  for (int i = warp * 32 + lane; i < kTokens * chunks; i += warps * 32) {
-    const int t = i / chunks, off = (i % chunks) * 16;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (t < nt && off < kbytes)
-      v = *reinterpret_cast<const uint4*>(a.in + static_cast<size_t>(source_row(t)) * kbytes + off);
-    float s = 0.0f;
-    const int ts = kFp8 ? i / geo.steps : 0;
-    if (i < scale_items && ts < nt)
-      s = a.in_scales[static_cast<size_t>(source_row(ts)) * geo.steps + i % geo.steps];
-    *reinterpret_cast<uint4*>(act + t * geo.row_bytes + off) = v;
-    if (i < scale_items) act_scale[i] = s;
+  const int stride = warps * 32, items = kTokens * chunks;
+  for (int i0 = warp * 32 + lane; i0 < items; i0 += kStageBatch * stride) {
+    uint4 v[kStageBatch];
+    float s[kStageBatch];
+#pragma unroll
+    for (int u = 0; u < kStageBatch; ++u) {
+      const int i = i0 + u * stride, t = i / chunks, c = i % chunks, off = c * 16;
+      v[u] = make_uint4(0u, 0u, 0u, 0u);
+      s[u] = 0.0f;
+      if (i < items && t < nt) {
+        const size_t row = static_cast<size_t>(source_row(t));
+        if (off < kbytes) v[u] = *reinterpret_cast<const uint4*>(a.in + row * kbytes + off);
+        if (kFp8 && c < geo.steps) s[u] = a.in_scales[row * geo.steps + c];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kStageBatch; ++u) {
+      const int i = i0 + u * stride, t = i / chunks, c = i % chunks;
+      if (i >= items) break;
+      *reinterpret_cast<uint4*>(act + t * geo.row_bytes + c * 16) = v[u];
+      if (kFp8 && c < geo.steps) act_scale[t * geo.steps + c] = s[u];
+    }
   }
 }
 

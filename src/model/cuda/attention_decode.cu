@@ -356,15 +356,20 @@ __device__ void attend_split(const DecodeArgs& a, int b, int kvh, int h0, int nh
   const int64_t v_off = static_cast<int64_t>(kv.page_size) * kv.kv_heads * D;
   if (j0 < j1) stage_tile<D, L>(tile, layer_base, kv, pages, kvh, j0, j1, new_key, v_off);
   const NewTokenInputs<D / 32> in = new_token_inputs<D / 32>(a, b, new_key);
+  // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps;
+  // where, it reads from the page table (the step's metadata, as stage_tile does) before the wait: after the
+  // barrier below, that read was one more round trip for the storing warp, which the block's next barrier
+  // then waited for.
+  const bool stores_new_key = sub == 0 && new_key / chunk == split && threadIdx.x < D / 8;
+  const int64_t new_key_row = stores_new_key ? key_row(kv, pages, new_key, kvh) : 0;
 
   pdl_wait();
   timeline.waited();
   pdl_trigger();
   prepare_new_token<D, kHeads, L>(a, in, kvh, h0, nh, sh);
   __syncthreads();
-  // The block whose split holds the new key (the first sub-group of its KV head) stores it for later steps.
-  if (sub == 0 && new_key / chunk == split && threadIdx.x < D / 8) {
-    uint16_t* at = kv.data + a.layer * kv.layer_stride() + key_row(kv, pages, new_key, kvh);
+  if (stores_new_key) {
+    uint16_t* at = kv.data + a.layer * kv.layer_stride() + new_key_row;
     reinterpret_cast<uint4*>(at)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.k_new)[threadIdx.x];
     reinterpret_cast<uint4*>(at + v_off)[threadIdx.x] = reinterpret_cast<const uint4*>(sh.v_new)[threadIdx.x];
   }
