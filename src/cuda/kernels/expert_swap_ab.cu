@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
         for (int sp = 0; sp < 2; ++sp) {
           const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
           const bool ok = live && row_ok && off >= 0 && off < kbytes;
-          st.v[i][sp][hh] = ok ? load_stream16(row + off) : make_uint4(0u, 0u, 0u, 0u);
+          st.v[i][sp][hh] = ok ? load_weights16(row + off) : make_uint4(0u, 0u, 0u, 0u);
         }
       }
       if (kFp8) {

@@ -85,7 +85,7 @@ __device__ __forceinline__ void load_chunk(Chunk<F, R>& c, const RowRef* rows, i
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const bool ok = rows[r].valid && j < chunks;
-    c.raw[r] = ok ? load_stream16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
+    c.raw[r] = ok ? load_weights16(rows[r].w + static_cast<size_t>(k0) * Tr::kElemBytesX2 / 2)
                   : make_uint4(0, 0, 0, 0);
     c.scale[r] = ok ? chunk_scale<F>(rows[r].scale, k0, k_phase) : 0.0f;
   }

@@ -49,6 +49,16 @@ __device__ __forceinline__ uint4 load_stream16(const void* p) {
   return v;
 }
 
+// load_stream16 with L2's 256-byte prefetch size: a miss brings the 128-byte line beside it too, which is the
+// row's next K step, read by the block's next K warp at about the same time.
+__device__ __forceinline__ uint4 load_weights16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(l2_evict_first_policy()));
+  return v;
+}
+
 template <WFormat F>
 __device__ __forceinline__ void decode16(const uint4& raw, float* out);
 
