@@ -157,8 +157,8 @@ struct MmaTileLoader {
       const int r = tid / 8 + kRowStride * i;
       cp_async16(base + swizzled(r, chunk), a_base + a_off[i] + koff, k_ok && (ok_mask >> i & 1u));
       if constexpr (kCopyB)
-        cp_async16_l2_256(base + kMmaTileBytes + swizzled(r, chunk), w_base + b_off[i] + koff,
-                          k_ok && (ok_mask >> (16 + i) & 1u));
+        cp_async16<true>(base + kMmaTileBytes + swizzled(r, chunk), w_base + b_off[i] + koff,
+                         k_ok && (ok_mask >> (16 + i) & 1u));
     }
 #pragma unroll
     for (int u = 0; u < kScales; ++u)

@@ -18,7 +18,6 @@ namespace moe::cuda {
 bool swap_ab_supported(const ExpertWeightsDev& w, AQuant q);
 
 // Stage 1 reads x as fp8 codes and 1x128 scales (fp8_block; the prologue writes them) or as bf16 (bf16).
-
 struct SwapAbInputs {
   const uint16_t* x;              // [tokens, H] bf16
   const uint8_t* x_codes;         // [tokens, H] fp8 e4m3 codes, or null (bf16)

@@ -128,8 +128,8 @@ struct SwapTileLoader {
     if constexpr (!kFp8) {
 #pragma unroll
       for (int i = 0; i < kWRows; ++i)
-        cp_async16_l2_256(base + swizzled(tid / 8 + 16 * i, chunk), w_base + w_off[i] + koff,
-                          k_ok && (ok >> (8 + i) & 1u));
+        cp_async16<true>(base + swizzled(tid / 8 + 16 * i, chunk), w_base + w_off[i] + koff,
+                         k_ok && (ok >> (8 + i) & 1u));
     }
     if constexpr (kFp8) {
       cp_async4(base + weight_scales_offset<kN>() + tid * 4, w_scale + step, ok >> 30 & 1u);

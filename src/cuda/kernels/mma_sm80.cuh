@@ -20,16 +20,17 @@ __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
 }
 
 // 16-byte global -> shared copy; when !valid nothing is read and the destination is zero-filled.
+// kL2Prefetch256: with L2's 256-byte prefetch size, so a miss brings the line beside it too (weights streamed
+// once: the grouped GEMMs' weight rows, session 30).
+template <bool kL2Prefetch256 = false>
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-
-// cp_async16 with L2's 256-byte prefetch size: a miss brings the line beside it too (weights streamed once).
-__device__ __forceinline__ void cp_async16_l2_256(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
+  if constexpr (kL2Prefetch256)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
 }
 
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
