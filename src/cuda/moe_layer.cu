@@ -14,6 +14,7 @@
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/swap_ab_timeline.h"
+#include "cuda/l2_warm.h"
 #include "cuda/random_fill.h"
 #include "moe/tuned_config.h"
 #include "quant/fp8_block.h"
@@ -202,6 +203,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_h = DeviceBuffer(M * Ps * 2);
     shared_y = DeviceBuffer(M * H * 4);
     shared_stream.create();  // here, before any call is captured into a graph
+    warm_stream.create();
   }
   const ActQuant aq = layer.config().act_quant;
   const AQuant q = aq == ActQuant::None        ? AQuant::None
@@ -281,7 +283,30 @@ EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
+EnvCount shared_warm_percent("MOE_SHARED_WARM", 0, 0, 100);
+EnvCount shared_warm_kind("MOE_SHARED_WARM_KIND", 1, 1, 2);
+EnvCount shared_warm_blocks("MOE_SHARED_WARM_BLOCKS", 16, 1, 1024);
+EnvCount shared_warm_max_tokens("MOE_SHARED_WARM_MAX_M", 8, 1, 1 << 20);
+
+// The shared expert's weights requested into L2 on ws.warm_stream before the prologue (l2_warm.h): the
+// first `percent` % of each gate/up row, the part its stage 1 reads first.
+void warm_shared_expert(const ExpertWeightsDev& w, MoeWorkspace& ws, cudaStream_t stream) {
+  const size_t row = w.format == WFormat::Bf16    ? static_cast<size_t>(w.hidden) * 2
+                     : w.format == WFormat::Mxfp4 ? static_cast<size_t>(w.hidden) / 2
+                                                  : static_cast<size_t>(w.hidden);
+  const L2WarmRows rows{w.w13, 2 * w.inter, row, row * static_cast<size_t>(shared_warm_percent.get()) / 100};
+  l2_warm(rows, static_cast<L2WarmKind>(shared_warm_kind.get()), shared_warm_blocks.get(),
+          ws.warm_stream.fork(stream));
+}
 }  // namespace
+
+int shared_expert_warm_percent() {
+  return shared_warm_percent.get();
+}
+
+void set_shared_expert_warm_percent(int percent) {
+  shared_warm_percent.set(percent);
+}
 
 bool moe_counter_waits() {
   return counter_waits_switch.get();
@@ -687,6 +712,11 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     aa.zero_ints = ws.chain_counters.as<int>();
     aa.n_zero_ints = kChainCounters;
   }
+  // The shared expert's first bytes into L2 while the prologue routes (not for the paths that return before
+  // the stages below, nor while measuring: the stamps and timelines assume one stream).
+  const bool warm = shared && !decode && !tail && !measuring && M <= shared_warm_max_tokens.get() &&
+                    shared_warm_percent.get() > 0 && ws.warm_stream.created();
+  if (warm) warm_shared_expert(shared->view, ws, stream);
   if (self_routed) {
     if (router_launch) (*router_launch)(nullptr, nullptr);  // no prologue
   } else if (prologue_fits_one_block(M, K)) {
@@ -757,6 +787,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   } else if (shared) {
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
+  if (warm) ws.warm_stream.join(stream);
 
   if (leave_combine) {
     *leave_combine = {ws.y.as<float>(),
