@@ -22,14 +22,14 @@ for round in 1 2; do
   for c in "${cfgs[@]}"; do
     [ "$(cap 40 0)" -lt 40 ] && break 2
     # shellcheck disable=SC2086
-    env ${c#* } op_rows "r$round ${c%% *}" $M --shapes deepseek-v3 --formats fp8_block --M 1,8 --copies 3 |
-      tee -a $R/shared-warm-ab.log
+    (export ${c#* } && op_rows "r$round ${c%% *}" $M --shapes deepseek-v3 --formats fp8_block --M 1,8 \
+      --copies 3) | tee -a $R/shared-warm-ab.log
   done
   for c in "${cfgs[0]}" "${cfgs[2]}" "${cfgs[3]}"; do
     [ "$(cap 40 0)" -lt 40 ] && break 2
     # shellcheck disable=SC2086
-    env ${c#* } op_rows "r$round ${c%% *}" $M --shapes deepseek-v3-tp8,qwen3-next-80b-a3b --formats fp8_block \
-      --M 1,8 | tee -a $R/shared-warm-ab.log
+    (export ${c#* } && op_rows "r$round ${c%% *}" $M --shapes deepseek-v3-tp8,qwen3-next-80b-a3b \
+      --formats fp8_block --M 1,8) | tee -a $R/shared-warm-ab.log
   done
   pack
   echo "round $round t=$(el)"
