@@ -283,29 +283,34 @@ EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
-EnvCount shared_warm_percent("MOE_SHARED_WARM", 0, 0, 100);
+// 8 MB: what DRAM brings in a prologue's ~5 us of routing with room to spare, and a small part of L2 (on the
+// H100, DeepSeek-V3 full fp8 M=1: the first 25 % of its 29 MB measured 146.0 against 147.3 us, all of it
+// 149.6: past the prologue the requests compete with the routed experts' stream).
+EnvCount shared_warm_kb("MOE_SHARED_WARM_KB", 8192, 0, 1 << 20);
 EnvCount shared_warm_kind("MOE_SHARED_WARM_KIND", 1, 1, 2);
 EnvCount shared_warm_blocks("MOE_SHARED_WARM_BLOCKS", 16, 1, 1024);
 EnvCount shared_warm_max_tokens("MOE_SHARED_WARM_MAX_M", 8, 1, 1 << 20);
 
 // The shared expert's weights requested into L2 on ws.warm_stream before the prologue (l2_warm.h): the
-// first `percent` % of each gate/up row, the part its stage 1 reads first.
+// budget spread over its gate/up rows as the first bytes of each, the part its stage 1 reads first.
 void warm_shared_expert(const ExpertWeightsDev& w, MoeWorkspace& ws, cudaStream_t stream) {
   const size_t row = w.format == WFormat::Bf16    ? static_cast<size_t>(w.hidden) * 2
                      : w.format == WFormat::Mxfp4 ? static_cast<size_t>(w.hidden) / 2
                                                   : static_cast<size_t>(w.hidden);
-  const L2WarmRows rows{w.w13, 2 * w.inter, row, row * static_cast<size_t>(shared_warm_percent.get()) / 100};
-  l2_warm(rows, static_cast<L2WarmKind>(shared_warm_kind.get()), shared_warm_blocks.get(),
+  const int rows = 2 * w.inter;
+  const size_t budget = static_cast<size_t>(shared_warm_kb.get()) * 1024;
+  const L2WarmRows warm{w.w13, rows, row, std::min(row, budget / static_cast<size_t>(rows))};
+  l2_warm(warm, static_cast<L2WarmKind>(shared_warm_kind.get()), shared_warm_blocks.get(),
           ws.warm_stream.fork(stream));
 }
 }  // namespace
 
-int shared_expert_warm_percent() {
-  return shared_warm_percent.get();
+int shared_expert_warm_kb() {
+  return shared_warm_kb.get();
 }
 
-void set_shared_expert_warm_percent(int percent) {
-  shared_warm_percent.set(percent);
+void set_shared_expert_warm_kb(int kb) {
+  shared_warm_kb.set(kb);
 }
 
 bool moe_counter_waits() {
@@ -715,7 +720,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // The shared expert's first bytes into L2 while the prologue routes (not for the paths that return before
   // the stages below, nor while measuring: the stamps and timelines assume one stream).
   const bool warm = shared && !decode && !tail && !measuring && M <= shared_warm_max_tokens.get() &&
-                    shared_warm_percent.get() > 0 && ws.warm_stream.created();
+                    shared_warm_kb.get() > 0 && ws.warm_stream.created();
   if (warm) warm_shared_expert(shared->view, ws, stream);
   if (self_routed) {
     if (router_launch) (*router_launch)(nullptr, nullptr);  // no prologue

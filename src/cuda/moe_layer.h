@@ -89,7 +89,7 @@ class MoeWorkspace {
   // Where the shared expert's stages run beside the routed experts' (shared_expert_beside_routed()).
   SideStream shared_stream;
   // Where the shared expert's first gate/up bytes are requested into L2 while the prologue routes
-  // (shared_expert_warm_percent()).
+  // (shared_expert_warm_kb()).
   SideStream warm_stream;
 
  private:
@@ -126,12 +126,12 @@ bool stage2_combine_by_default();
 // MOE_SHARED_STREAM=0 (read once); set_shared_expert_beside_routed overrides it (tests compare both ways).
 bool shared_expert_beside_routed();
 void set_shared_expert_beside_routed(bool on);
-// MOE_SHARED_WARM=N (0-100, read once): calls of up to MOE_SHARED_WARM_MAX_M tokens (default 8) whose
-// experts run beside a shared expert first request the first N % of each of its gate/up rows into L2 from
-// a side stream (l2_warm.h), while the prologue routes; MOE_SHARED_WARM_KIND 1 (bulk) or 2 (lines),
-// MOE_SHARED_WARM_BLOCKS (default 16). 0: off.
-int shared_expert_warm_percent();
-void set_shared_expert_warm_percent(int percent);
+// MOE_SHARED_WARM_KB=N (read once; default 8192, 0: off): calls of up to MOE_SHARED_WARM_MAX_M tokens
+// (default 8) whose experts run beside a shared expert first request N KB of its gate/up rows into L2 (the
+// first bytes of each row) from a side stream (l2_warm.h) while the prologue routes; MOE_SHARED_WARM_KIND
+// 1 (bulk requests) or 2 (lines), MOE_SHARED_WARM_BLOCKS (default 16).
+int shared_expert_warm_kb();
+void set_shared_expert_warm_kb(int kb);
 // Whether the swap-AB launches of a call of a few tokens whose shared expert runs beside the routed experts
 // size their row tiles per block for one wave together (SwapAbInputs::beside_groups) instead of each for a
 // wave of its own. DeepSeek-V3 at M=1: stage 2's 224 routed blocks of 4 tiles and the shared expert's 112

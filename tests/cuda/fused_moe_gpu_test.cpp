@@ -20,6 +20,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
+#include "cuda/l2_warm.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -482,6 +483,36 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
     }
   }
   cuda::set_shared_expert_beside_routed(true);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The shared expert's first gate/up bytes requested into L2 while the prologue routes (MOE_SHARED_WARM_KB,
+// l2_warm.h): the same bits as without, at the token counts that take it (a launch each) and past them
+// (none).
+TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int warm_default = cuda::shared_expert_warm_kb();
+  for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
+    const NamedShape shape{"small-shared", 64, 512, 256, 8, 256, true, false};
+    constexpr int kM = 64;
+    GpuLayerCase k(spec_for(shape, f, kM), kM);
+    const int H = static_cast<int>(shape.H);
+    for (const int M : {1, 3, 8, 64}) {
+      cuda::set_shared_expert_warm_kb(0);
+      const long long cold_from = cuda::l2_warm_launches();
+      const std::vector<float> cold = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      EXPECT_EQ(cuda::l2_warm_launches(), cold_from) << "off, yet warmed";
+      cuda::set_shared_expert_warm_kb(64);  // less than the expert's 512 KB of gate/up rows: part of each
+      const long long warm_from = cuda::l2_warm_launches();
+      const std::vector<float> warm = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+      EXPECT_EQ(cuda::l2_warm_launches() - warm_from, M <= 8 ? 1 : 0) << format_name(f) << " M=" << M;
+      EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * 4))
+          << format_name(f) << " M=" << M << ": warmed, other bits";
+    }
+  }
+  cuda::set_shared_expert_warm_kb(warm_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/l2_warm.h"
 
+#include <atomic>
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
@@ -10,6 +11,7 @@ namespace {
 
 constexpr size_t kBulkPiece = 16 * 1024;  // one cp.async.bulk.prefetch.L2 request at most
 constexpr size_t kLine = 128;
+std::atomic<long long> launches{0};
 
 // Each row's requests (pieces or lines) dealt over every thread of the grid, row after row.
 template <L2WarmKind kKind>
@@ -39,6 +41,11 @@ void l2_warm(const L2WarmRows& rows, L2WarmKind kind, int blocks, cudaStream_t s
   else
     l2_warm_kernel<L2WarmKind::Lines><<<blocks, 256, 0, s>>>(rows);
   MOE_CUDA_CHECK_LAUNCH();
+  launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+long long l2_warm_launches() {
+  return launches.load(std::memory_order_relaxed);
 }
 
 }  // namespace moe::cuda
