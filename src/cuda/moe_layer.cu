@@ -193,6 +193,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   fused_barrier = DeviceBuffer(kFusedBarrierWords * 4);
   MOE_CUDA_CHECK(cudaMemset(fused_barrier.get(), 0, fused_barrier.bytes()));
   chain_counters = DeviceBuffer(kChainCounters * 4);
+  combine_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per stage-2 row tile: tiles are 32 rows or more
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);
@@ -245,6 +246,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &y,
                           &decode_counters,
                           &chain_counters,
+                          &combine_counters,
                           &shared_gate,
                           &shared_pairs,
                           &shared_offsets,
@@ -483,7 +485,8 @@ struct StageBlocks {
 StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, const uint16_t* x, int M,
                               StagePath path, bool x_codes_ready, cudaStream_t stream,
                               const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
-                              int beside_groups = 0, unsigned* counters = nullptr) {
+                              int beside_groups = 0, unsigned* counters = nullptr,
+                              uint16_t* combine_out = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -503,6 +506,12 @@ StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, 
     in.topk_ids = shared ? nullptr : ws.topk_ids.as<int>();
     in.beside_groups = beside_groups;
     in.arrive = counters;
+    if (combine_out) {
+      in.combine_out = combine_out;
+      in.tile_counters = ws.combine_counters.as<unsigned>();
+      in.n_tile_counters = static_cast<int>(ws.combine_counters.bytes() / 4);
+      in.topk_weights = ws.topk_weights.as<float>();
+    }
     const int stage1_blocks = launch_swap_ab_stage1(g, in, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
     if (counters) {
@@ -783,9 +792,13 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 
-  const StageBlocks routed_blocks =
-      run_expert_stages(g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
-                        self_routed ? &aa : nullptr, joint ? 1 : 0, counters);
+  // Stage 2 does the combine itself (swap_ab_stage2_combines): routed experts alone, a few tokens, the
+  // combine's usual consumer.
+  const bool stage2_combines = stages == StagePath::SwapAb && !shared && !leave_combine && !counter_waits &&
+                               M <= 8 && swap_ab_stage2_combines();
+  const StageBlocks routed_blocks = run_expert_stages(
+      g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
+      self_routed ? &aa : nullptr, joint ? 1 : 0, counters, stage2_combines ? out : nullptr);
 
   if (beside) {
     ws.shared_stream.join(stream);
@@ -793,6 +806,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, stream);
   }
   if (warm) ws.warm_stream.join(stream);
+  if (stage2_combines) return;
 
   if (leave_combine) {
     *leave_combine = {ws.y.as<float>(),

@@ -708,6 +708,78 @@ TEST(FusedMoeGpuCounters, CounterWaitsSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// Stage 2 doing the combine itself (swap_ab_stage2_combines: the last block of each row tile adds the slots):
+// the combine launch's bits at the decode token counts, with stage 1's self-routing (bf16) and the prologue
+// (fp8), on a small layer and a wide one (H = 7168: 224 counters, several tiles per block), directly and from
+// a graph replayed twice (the second replay starts from the counters the first left, which stage 1 zeroes).
+TEST(FusedMoeGpuCombine, StageTwoCombinesSameBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool combines_default = cuda::swap_ab_stage2_combines();
+  const auto counts = [](const cuda::MoeWorkspace& ws) {
+    std::vector<uint32_t> c(ws.combine_counters.bytes() / 4);
+    MOE_CUDA_CHECK(cudaMemcpy(c.data(), ws.combine_counters.get(), c.size() * 4, cudaMemcpyDeviceToHost));
+    return c;
+  };
+  each_decode_layer(
+      {NamedShape{"small", 64, 512, 256, 8, 0, false, false},
+       NamedShape{"wide-k", 16, 7168, 256, 4, 0, false, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 2, 3, 5, 8}) {
+          const std::string at =
+              std::string(shape.name) + " " + std::string(format_name(f)) + " M=" + std::to_string(M);
+          cuda::set_swap_ab_stage2_combines(false);
+          const std::vector<float> launched = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          for (uint32_t c : counts(k.ws)) EXPECT_EQ(c, 0xffffffffu) << at << ": off, a counter was touched";
+          cuda::set_swap_ab_stage2_combines(true);
+          const std::vector<float> combined = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          int active = 0;
+          MOE_CUDA_CHECK(cudaMemcpy(&active, k.ws.num_active.get(), 4, cudaMemcpyDeviceToHost));
+          // Each row tile counted every active expert once, on counters stage 1 zeroed (the poison left
+          // past the tiles would read as 0xffffffff: zeroed too).
+          const std::vector<uint32_t> c = counts(k.ws);
+          const auto tiles = std::count(c.begin(), c.end(), static_cast<uint32_t>(active));
+          EXPECT_GT(tiles, 0) << at << ": no tile counted " << active << " experts";
+          EXPECT_EQ(tiles + std::count(c.begin(), c.end(), 0u), static_cast<long>(c.size()))
+              << at << ": a counter neither zero nor the active count";
+          EXPECT_EQ(
+              std::count_if(combined.begin(), combined.end(), [](float v) { return !std::isfinite(v); }), 0)
+              << at;
+          EXPECT_EQ(0, std::memcmp(launched.data(), combined.data(), launched.size() * 4))
+              << at << ": other bits than the combine launch's";
+          cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
+          k.ws.poison(stream);
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          cuda::fused_moe(k.layer, k.ws, k.x.as<uint16_t>(), k.logits.as<float>(), M, out.as<uint16_t>(),
+                          stream);
+          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          for (int replay = 0; replay < 2; ++replay) {
+            out.poison(stream);
+            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+            std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
+            MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
+            size_t differ = 0;
+            for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == launched[i] ? 0 : 1;
+            EXPECT_EQ(differ, 0u) << at << ": graph replay " << replay << " gives other bits";
+          }
+          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+          std::printf(
+              "[stage 2 combines] %s: the combine launch's bits, directly and from a graph; %ld tiles "
+              "of %d experts\n",
+              at.c_str(), static_cast<long>(tiles), active);
+        }
+      });
+  cuda::set_swap_ab_stage2_combines(combines_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 // Tensor-parallel shards on the GPU: Qwen3-235B-A22B's I=1536 at TP 2, 4, 8 (192 rows per rank: FP8 scale
 // blocks straddle ranks) and 16, summed as an all-reduce would, against the unsharded CPU reference. FP8
 // activation groups that cross a rank boundary are quantised per rank, so fp8 is compared within that

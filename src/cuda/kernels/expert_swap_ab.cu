@@ -103,7 +103,76 @@ struct SwapAbArgs {
   unsigned* arrive;
   const unsigned* wait_on;
   unsigned wait_target;
+  // Stage 2 combining its call itself (SwapAbInputs::combine_out): the last block to finish a row tile (one
+  // counter per tile) adds the call's tokens' slots for the tile's rows into combine_out; stage 1's block 0
+  // zeroes the counters (zero_counters) after its wait.
+  uint16_t* combine_out;
+  unsigned* tile_counters;
+  const float* topk_weights;
+  unsigned* zero_counters;
+  int n_zero_counters;
 };
+
+// Pairs (tokens x top-k) a stage 2 that combines takes at most: a thread each for its slot ids and weights.
+constexpr int kCombineMaxPairs = kThreads;
+struct CombineShared {
+  int ids[kCombineMaxPairs];
+  float w[kCombineMaxPairs];
+  int last;
+};
+
+// After a stage-2 block's row tile (its y stores before the tile's last barrier): its arrival on the tile's
+// counter, and if it is the last of the call's active experts to arrive, the combine of rows [row0, row0 +
+// rows) of every token, as combine.cu computes it (slot order, fmaf from zero, one bf16 rounding: the same
+// bits). The slots' ids and weights are read with the arrival, in one round trip, by every block (the last
+// one is known only after it); y from L2, as other blocks wrote it.
+__device__ __forceinline__ void combine_tile_if_last(const SwapAbArgs& a, int tile, int row0, int rows,
+                                                     CombineShared& cs) {
+  const int K = a.g.pair_div, pairs = a.tokens * K, H = a.w.hidden;
+  int id = -1;
+  float w = 0.0f;
+  if (static_cast<int>(threadIdx.x) < pairs) {
+    id = __ldcg(a.topk_ids + threadIdx.x);
+    w = __ldcg(a.topk_weights + threadIdx.x);
+  }
+  if (threadIdx.x == 0) {
+    const int active = __ldcg(a.g.num_active);
+    unsigned before;
+    // acq_rel: releases this block's y (ordered before the barrier that ended the tile), and, for the last
+    // block, acquires every other block's (the barrier below carries it to the block).
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(a.tile_counters + tile)
+                 : "memory");
+    cs.last = static_cast<int>(before) + 1 == active;
+  }
+  if (static_cast<int>(threadIdx.x) < pairs) {
+    cs.ids[threadIdx.x] = id;
+    cs.w[threadIdx.x] = w;
+  }
+  __syncthreads();
+  if (!cs.last) return;
+  constexpr int kSlotsInFlight = 8;
+  for (int item = threadIdx.x; item < a.tokens * rows; item += kThreads) {
+    const int t = item / rows, row = row0 + item % rows;
+    if (row >= H) continue;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += kSlotsInFlight) {
+      float v[kSlotsInFlight];
+#pragma unroll
+      for (int i = 0; i < kSlotsInFlight; ++i) {
+        const int p = t * K + k0 + i;
+        v[i] = k0 + i < K && cs.ids[p] >= 0 ? __ldcg(a.y + static_cast<size_t>(p) * H + row) : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kSlotsInFlight; ++i) {
+        const int p = t * K + k0 + i;
+        if (k0 + i < K && cs.ids[p] >= 0) acc = fmaf(cs.w[p], v[i], acc);
+      }
+    }
+    a.combine_out[static_cast<size_t>(t) * H + row] = f32_to_bf16(acc);
+  }
+}
 
 // Stage 2's wait for stage 1: its blocks' arrivals on a counter, or the programmatic-launch wait.
 __device__ __forceinline__ void wait_for_stage1(const SwapAbArgs& a) {
@@ -269,6 +338,9 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     pdl_wait();
     timeline.waited();
     stamp(a, kSwWaited);
+    // Stage 2's combine counters for this call (the previous call's stage 2 finished before the wait).
+    if (kNT == 1 && a.zero_counters && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+      for (int i = threadIdx.x; i < a.n_zero_counters; i += kThreads) a.zero_counters[i] = 0u;
   }
   const int* sorted = a.g.sorted_pairs;
   int expert, pair_begin = 0, pair_end = by_token ? 1 : 0;  // by token: one pass, staged here
@@ -619,6 +691,14 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       }
       __syncthreads();  // the reduction is read before the next tile writes it (and the staged rows before
                         // the next pass overwrites them)
+      // Only the one-column-tile kernels (up to 8 tokens a pass) have the combine compiled in: in the
+      // 32-token fp8 stage 2 it took registers its K loop then spilled (ptxas: 255 and 4 bytes against 242).
+      if constexpr (kStage == 2 && kNT == 1) {
+        if (a.combine_out) {
+          __shared__ CombineShared combine;
+          combine_tile_if_last(a, tile, tile * kTileRows, kTileRows, combine);
+        }
+      }
     }
   }
   // Every thread's h or y stores are before the loop's last barrier: thread 0's release covers them.
@@ -684,6 +764,8 @@ int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
+  require(!k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && passes == 1),
+          "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters");
   k.tiles_per_block = tiles_per_block(groups * passes + beside_groups, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   if (unsigned long long* tl = swap_ab_timeline_buffer())
@@ -731,6 +813,19 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
       kStage == 1 && stages_by_token(a.w, in.tokens, a.g.pair_div, a.max_groups) && (in.topk_ids || in.route);
   k.tokens = in.tokens;
   k.topk_ids = in.topk_ids;
+  if (in.combine_out) {
+    require(in.tokens >= 1 && in.tokens <= kByTokenMax && in.tokens * a.g.pair_div <= kCombineMaxPairs &&
+                in.topk_ids && in.topk_weights && in.tile_counters && !one_expert,
+            "swap-AB stage 2's combine: a call of up to ", kByTokenMax, " tokens of routed experts");
+    k.n_zero_counters = in.n_tile_counters;
+    if (kStage == 1) {
+      k.zero_counters = in.tile_counters;
+    } else {
+      k.combine_out = in.combine_out;
+      k.tile_counters = in.tile_counters;
+      k.topk_weights = in.topk_weights;
+    }
+  }
   if (kStage == 1 && in.route) {
     require(k.by_token, "swap-AB stage 1: routing itself needs a by-token call");
     k.in = reinterpret_cast<const uint8_t*>(in.x);
@@ -781,6 +876,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 }  // namespace
 
 namespace {
+EnvSwitch stage2_combine_switch("MOE_SWAP_AB_COMBINE", false);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
@@ -810,6 +906,14 @@ int swap_ab_k_groups(int steps, bool wide, int balance) {
     if (padded(g) < padded(best)) best = g;
   }
   return best;
+}
+
+bool swap_ab_stage2_combines() {
+  return stage2_combine_switch.get();
+}
+
+void set_swap_ab_stage2_combines(bool on) {
+  stage2_combine_switch.set(on);
 }
 
 bool swap_ab_fp8_pairs_early() {

@@ -41,7 +41,21 @@ struct SwapAbInputs {
   unsigned* arrive = nullptr;
   const unsigned* wait_on = nullptr;
   unsigned wait_target = 0;
+  // Stage 2 does the call's combine itself (swap_ab_stage2_combines; routed experts without a shared one, up
+  // to 8 tokens): out [tokens, H] bf16, as combine.cu writes it, from the last block to finish each row tile
+  // (tile_counters: n_tile_counters of them, at least H / 32, zeroed by stage 1 after its wait), with the
+  // routing's weights beside topk_ids. Null: a combine launch follows.
+  uint16_t* combine_out = nullptr;
+  unsigned* tile_counters = nullptr;
+  int n_tile_counters = 0;
+  const float* topk_weights = nullptr;
 };
+
+// Whether a swap-AB call of up to 8 tokens without a shared expert has stage 2 do the combine (the last block
+// of each row tile, counted by integer atomics; the same bits as the combine launch, one launch fewer).
+// MOE_SWAP_AB_COMBINE=1 (read once); set_swap_ab_stage2_combines overrides it.
+bool swap_ab_stage2_combines();
+void set_swap_ab_stage2_combines(bool on);
 
 // Whether stage 1 can route a call of M tokens itself (block_route.cuh): bf16 weights, a few tokens, a router
 // of up to 128 experts.
