@@ -173,6 +173,35 @@ void each_decode_layer(std::initializer_list<NamedShape> shapes,
     }
 }
 
+// k's call of M tokens captured into a CUDA graph (workspaces poisoned first) and replayed `replays` times,
+// each onto a poisoned output whose bits must be `expected`'s; after_replay(replay) then checks what else the
+// replay should have left.
+void expect_graph_replays(
+    GpuLayerCase& k, int M, int H, cudaStream_t stream, const std::vector<float>& expected, int replays,
+    const std::string& at, const std::function<void(int)>& after_replay = [](int) {}) {
+  cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
+  k.ws.poison(stream);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cuda::fused_moe(k.layer, k.ws, k.x.as<uint16_t>(), k.logits.as<float>(), M, out.as<uint16_t>(), stream);
+  MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < replays; ++replay) {
+    out.poison(stream);
+    MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
+    MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == expected[i] ? 0 : 1;
+    EXPECT_EQ(differ, 0u) << at << ": graph replay " << replay << " gives other bits";
+    after_replay(replay);
+  }
+  MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
 class FusedMoeGpu : public ::testing::TestWithParam<std::tuple<int, WeightFormat>> {};
 
 TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
@@ -676,29 +705,9 @@ TEST(FusedMoeGpuCounters, CounterWaitsSameBits) {
               << at;
           EXPECT_EQ(0, std::memcmp(waited.data(), counted.data(), waited.size() * 4)) << at << ": other bits";
           // Captured and replayed twice: the second replay starts from the counts the first left.
-          cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
-          k.ws.poison(stream);
-          out.poison(stream);
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-          cuda::fused_moe(k.layer, k.ws, k.x.as<uint16_t>(), k.logits.as<float>(), M, out.as<uint16_t>(),
-                          stream);
-          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          for (int replay = 0; replay < 2; ++replay) {
-            out.poison(stream);
-            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-            std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
-            MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
-            size_t differ = 0;
-            for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == waited[i] ? 0 : 1;
-            EXPECT_EQ(differ, 0u) << at << ": graph replay " << replay << " gives other bits";
+          expect_graph_replays(k, M, H, stream, waited, 2, at, [&](int replay) {
             EXPECT_EQ(counts(k.ws), c) << at << ": replay " << replay << " ended at other counts";
-          }
-          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+          });
           std::printf("[counter waits] %s: the wait's bits, directly and from a graph; counts %u, %u\n",
                       at.c_str(), c[0], c[1]);
         }
@@ -749,27 +758,7 @@ TEST(FusedMoeGpuCombine, StageTwoCombinesSameBits) {
               << at;
           EXPECT_EQ(0, std::memcmp(launched.data(), combined.data(), launched.size() * 4))
               << at << ": other bits than the combine launch's";
-          cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
-          k.ws.poison(stream);
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-          cuda::fused_moe(k.layer, k.ws, k.x.as<uint16_t>(), k.logits.as<float>(), M, out.as<uint16_t>(),
-                          stream);
-          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          for (int replay = 0; replay < 2; ++replay) {
-            out.poison(stream);
-            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-            std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
-            MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
-            size_t differ = 0;
-            for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == launched[i] ? 0 : 1;
-            EXPECT_EQ(differ, 0u) << at << ": graph replay " << replay << " gives other bits";
-          }
-          MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-          MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+          expect_graph_replays(k, M, H, stream, launched, 2, at);
           std::printf(
               "[stage 2 combines] %s: the combine launch's bits, directly and from a graph; %ld tiles "
               "of %d experts\n",
