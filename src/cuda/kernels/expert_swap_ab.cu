@@ -113,46 +113,21 @@ struct SwapAbArgs {
   int n_zero_counters;
 };
 
-// Pairs (tokens x top-k) a stage 2 that combines takes at most: a thread each for its slot ids and weights.
+// Pairs (tokens x top-k) and row tiles per block a stage 2 that combines takes at most: a thread each.
 constexpr int kCombineMaxPairs = kThreads;
+constexpr int kCombineMaxTiles = kThreads;
 struct CombineShared {
   int ids[kCombineMaxPairs];
   float w[kCombineMaxPairs];
-  int last;
+  int last[kCombineMaxTiles];  // this block arrived last on tile tile_begin + i
 };
 
-// After a stage-2 block's row tile (its y stores before the tile's last barrier): its arrival on the tile's
-// counter, and if it is the last of the call's active experts to arrive, the combine of rows [row0, row0 +
-// rows) of every token, as combine.cu computes it (slot order, fmaf from zero, one bf16 rounding: the same
-// bits). The slots' ids and weights are read with the arrival, in one round trip, by every block (the last
-// one is known only after it); y from L2, as other blocks wrote it.
-__device__ __forceinline__ void combine_tile_if_last(const SwapAbArgs& a, int tile, int row0, int rows,
-                                                     CombineShared& cs) {
-  const int K = a.g.pair_div, pairs = a.tokens * K, H = a.w.hidden;
-  int id = -1;
-  float w = 0.0f;
-  if (static_cast<int>(threadIdx.x) < pairs) {
-    id = __ldcg(a.topk_ids + threadIdx.x);
-    w = __ldcg(a.topk_weights + threadIdx.x);
-  }
-  if (threadIdx.x == 0) {
-    const int active = __ldcg(a.g.num_active);
-    unsigned before;
-    // acq_rel: releases this block's y (ordered before the barrier that ended the tile), and, for the last
-    // block, acquires every other block's (the barrier below carries it to the block).
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(a.tile_counters + tile)
-                 : "memory");
-    cs.last = static_cast<int>(before) + 1 == active;
-  }
-  if (static_cast<int>(threadIdx.x) < pairs) {
-    cs.ids[threadIdx.x] = id;
-    cs.w[threadIdx.x] = w;
-  }
-  __syncthreads();
-  if (!cs.last) return;
+// Rows [row0, row0 + rows) of out for every token, as combine.cu computes them (slot order, fmaf from zero,
+// one bf16 rounding: the same bits), y from L2 as other blocks wrote it; cs.ids and cs.w hold the slots.
+__device__ __forceinline__ void combine_rows(const SwapAbArgs& a, int row0, int rows,
+                                             const CombineShared& cs) {
   constexpr int kSlotsInFlight = 8;
+  const int K = a.g.pair_div, H = a.w.hidden;
   for (int item = threadIdx.x; item < a.tokens * rows; item += kThreads) {
     const int t = item / rows, row = row0 + item % rows;
     if (row >= H) continue;
@@ -171,6 +146,50 @@ __device__ __forceinline__ void combine_tile_if_last(const SwapAbArgs& a, int ti
       }
     }
     a.combine_out[static_cast<size_t>(t) * H + row] = f32_to_bf16(acc);
+  }
+}
+
+// After a stage-2 block's row tiles [tile_begin, tile_end) (its y stores before its last tile's barrier): its
+// arrival on each tile's counter, a thread per tile, all in one round trip with the slots' ids and weights
+// (every block reads them: the last one is known only after the arrivals); then the combine of each tile
+// this block was the last of the call's active experts to finish. Arriving once at the end, not after each
+// tile, keeps a block's next tile streaming (per tile, M=8: 122.8 against 103.4 us with the launch).
+__device__ __forceinline__ void combine_tiles_if_last(const SwapAbArgs& a, int tile_begin, int tile_end,
+                                                      int tile_rows, CombineShared& cs) {
+  const int pairs = a.tokens * a.g.pair_div, tiles = tile_end - tile_begin;
+  const int i = static_cast<int>(threadIdx.x);
+  int id = -1;
+  float w = 0.0f;
+  if (i < pairs) {
+    id = __ldcg(a.topk_ids + i);
+    w = __ldcg(a.topk_weights + i);
+  }
+  if (i < tiles) {
+    const int active = __ldcg(a.g.num_active);
+    unsigned before;
+    // acq_rel: releases the block's y (ordered before the barrier that ended its last tile), and, for the
+    // last arrival, acquires every other block's (the barrier below carries it to the block).
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(a.tile_counters + tile_begin + i)
+                 : "memory");
+    cs.last[i] = static_cast<int>(before) + 1 == active;
+  }
+  if (i < pairs) {
+    cs.ids[i] = id;
+    cs.w[i] = w;
+  }
+  __syncthreads();
+  for (int t = 0; t < tiles; ++t)
+    if (cs.last[t]) combine_rows(a, (tile_begin + t) * tile_rows, tile_rows, cs);
+}
+
+// A call whose routing made no expert active here (an expert-parallel rank none of whose experts the tokens
+// chose): no block arrives, so slot 0's blocks write the combine's zeros for their tiles' rows.
+__device__ __forceinline__ void combine_zeros(const SwapAbArgs& a, int row0, int rows) {
+  for (int item = threadIdx.x; item < a.tokens * rows; item += kThreads) {
+    const int t = item / rows, row = row0 + item % rows;
+    if (row < a.w.hidden) a.combine_out[static_cast<size_t>(t) * a.w.hidden + row] = f32_to_bf16(0.0f);
   }
 }
 
@@ -391,8 +410,18 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
   }
   const bool known = expert >= 0 && expert < a.w.num_experts;
-  if (!kPairsEarly && !known) {
+  // A stage-2 block with no expert leaves; if it is slot 0's, no expert is active and it writes the
+  // combine's zeros for its rows (combine_zeros).
+  const auto leave = [&] {
+    if constexpr (kStage == 2 && kNT == 1) {
+      constexpr int kRows = tile_rows(kStage, kKGroups);
+      if (a.combine_out && blockIdx.x == 0)
+        combine_zeros(a, static_cast<int>(blockIdx.y) * a.tiles_per_block * kRows, a.tiles_per_block * kRows);
+    }
     leave_early(a);
+  };
+  if (!kPairsEarly && !known) {
+    leave();
     return;
   }
   const Geometry geo = a.geo;
@@ -558,7 +587,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
     first_staged = __syncthreads_and(same);
     if (now < 0) {
-      leave_early(a);
+      leave();
       return;
     }
     if (first_staged) {
@@ -691,14 +720,14 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       }
       __syncthreads();  // the reduction is read before the next tile writes it (and the staged rows before
                         // the next pass overwrites them)
-      // Only the one-column-tile kernels (up to 8 tokens a pass) have the combine compiled in: in the
-      // 32-token fp8 stage 2 it took registers its K loop then spilled (ptxas: 255 and 4 bytes against 242).
-      if constexpr (kStage == 2 && kNT == 1) {
-        if (a.combine_out) {
-          __shared__ CombineShared combine;
-          combine_tile_if_last(a, tile, tile * kTileRows, kTileRows, combine);
-        }
-      }
+    }
+  }
+  // Only the one-column-tile kernels (up to 8 tokens a pass) have the combine compiled in: in the 32-token
+  // fp8 stage 2 it took registers its K loop then spilled (ptxas: 255 and 4 bytes against 242).
+  if constexpr (kStage == 2 && kNT == 1) {
+    if (a.combine_out) {
+      __shared__ CombineShared combine;
+      combine_tiles_if_last(a, tile_begin, tile_end, kTileRows, combine);
     }
   }
   // Every thread's h or y stores are before the loop's last barrier: thread 0's release covers them.
@@ -764,8 +793,9 @@ int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
-  require(!k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && passes == 1),
-          "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters");
+  require(
+      !k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && tiles <= kCombineMaxTiles && passes == 1),
+      "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters");
   k.tiles_per_block = tiles_per_block(groups * passes + beside_groups, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   if (unsigned long long* tl = swap_ab_timeline_buffer())
