@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 31, sixth call. Carry: .carry/s31f-gpu.tar.xz (branch next/s31-stage2-combine: MOE_SWAP_AB_COMBINE,
-# fifth call found it slower at M >= 2 (an arrival per tile stalled each block), EP ranks with no active expert unwritten and one local expert refused; now one arrival per block, zeros from slot 0: swap-AB stage 2 of a call of up to 8 tokens without a shared expert does the combine,
-# the last block of each row tile adding the slots; one launch fewer per call).
+# Session 31, sixth call. Carry: .carry/s31f-gpu.tar.xz (branch next/s31-stage2-combine: MOE_SWAP_AB_COMBINE.
+# The fifth call found it slower at M >= 2 (an arrival per row tile stalled each block's next tile), an
+# expert-parallel rank with no active expert left its output unwritten and one local expert was refused; now
+# a block arrives once after all its tiles, slot 0's blocks write zeros when nothing is active, and a single
+# local expert keeps the combine launch. NOT RUN ON A GPU in this form.
 #  1. cuda_fused_moe_test (its new StageTwoCombinesSameBits);
 #  2. the MoE op with it off / on, two rounds: Qwen3-30B-A3B fp8 and bf16 M=1,2,4,8, Qwen3-235B-A22B TP8
 #     fp8 M=1,8;
