@@ -792,10 +792,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 
-  // Stage 2 does the combine itself (swap_ab_stage2_combines): routed experts alone (more than one: a single
-  // local expert's passes spread over the grid), a few tokens, the combine's usual consumer.
+  // Stage 2 does the combine itself (swap_ab_combine_max_tokens): routed experts alone (more than one: a
+  // single local expert's passes spread over the grid), a few tokens, the combine's usual consumer.
   const bool stage2_combines = stages == StagePath::SwapAb && !shared && !leave_combine && !counter_waits &&
-                               M <= 8 && g.max_groups > 1 && swap_ab_stage2_combines();
+                               M <= swap_ab_combine_max_tokens() && g.max_groups > 1;
   const StageBlocks routed_blocks = run_expert_stages(
       g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
       self_routed ? &aa : nullptr, joint ? 1 : 0, counters, stage2_combines ? out : nullptr);

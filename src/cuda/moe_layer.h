@@ -79,7 +79,7 @@ class MoeWorkspace {
   // each call's prologue after its wait (poison() fills them too: a poisoned count would let stage 2 and the
   // combine through at once, and the tests would see it).
   DeviceBuffer chain_counters;
-  // Stage 2's arrivals per row tile where it does the combine itself (swap_ab_stage2_combines), zeroed by
+  // Stage 2's arrivals per row tile where it does the combine itself (swap_ab_combine_max_tokens), zeroed by
   // each call's stage 1 after its wait.
   DeviceBuffer combine_counters;
   DeviceBuffer shared_gate, shared_pairs, shared_offsets, shared_active, shared_num_active, shared_h,

@@ -717,15 +717,16 @@ TEST(FusedMoeGpuCounters, CounterWaitsSameBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// Stage 2 doing the combine itself (swap_ab_stage2_combines: the last block of each row tile adds the slots):
-// the combine launch's bits at the decode token counts, with stage 1's self-routing (bf16) and the prologue
-// (fp8), on a small layer and a wide one (H = 7168: 224 counters, several tiles per block), directly and from
-// a graph replayed twice (the second replay starts from the counters the first left, which stage 1 zeroes).
+// Stage 2 doing the combine itself (swap_ab_combine_max_tokens, here up to 8: the last block of each row tile
+// adds the slots): the combine launch's bits at the decode token counts, with stage 1's self-routing (bf16)
+// and the prologue (fp8), on a small layer and a wide one (H = 7168: 224 counters, several tiles per block),
+// directly and from a graph replayed twice (the second replay starts from the counters the first left, which
+// stage 1 zeroes).
 TEST(FusedMoeGpuCombine, StageTwoCombinesSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const bool combines_default = cuda::swap_ab_stage2_combines();
+  const int combines_default = cuda::swap_ab_combine_max_tokens();
   const auto counts = [](const cuda::MoeWorkspace& ws) {
     std::vector<uint32_t> c(ws.combine_counters.bytes() / 4);
     MOE_CUDA_CHECK(cudaMemcpy(c.data(), ws.combine_counters.get(), c.size() * 4, cudaMemcpyDeviceToHost));
@@ -739,10 +740,10 @@ TEST(FusedMoeGpuCombine, StageTwoCombinesSameBits) {
         for (const int M : {1, 2, 3, 5, 8}) {
           const std::string at =
               std::string(shape.name) + " " + std::string(format_name(f)) + " M=" + std::to_string(M);
-          cuda::set_swap_ab_stage2_combines(false);
+          cuda::set_swap_ab_combine_max_tokens(0);
           const std::vector<float> launched = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
           for (uint32_t c : counts(k.ws)) EXPECT_EQ(c, 0xffffffffu) << at << ": off, a counter was touched";
-          cuda::set_swap_ab_stage2_combines(true);
+          cuda::set_swap_ab_combine_max_tokens(8);
           const std::vector<float> combined = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
           int active = 0;
           MOE_CUDA_CHECK(cudaMemcpy(&active, k.ws.num_active.get(), 4, cudaMemcpyDeviceToHost));
@@ -765,7 +766,7 @@ TEST(FusedMoeGpuCombine, StageTwoCombinesSameBits) {
               at.c_str(), static_cast<long>(tiles), active);
         }
       });
-  cuda::set_swap_ab_stage2_combines(combines_default);
+  cuda::set_swap_ab_combine_max_tokens(combines_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

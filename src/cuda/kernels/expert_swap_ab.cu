@@ -906,7 +906,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 }  // namespace
 
 namespace {
-EnvSwitch stage2_combine_switch("MOE_SWAP_AB_COMBINE", false);
+EnvCount combine_max_tokens("MOE_SWAP_AB_COMBINE", 1, 0, kByTokenMax);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
@@ -938,12 +938,12 @@ int swap_ab_k_groups(int steps, bool wide, int balance) {
   return best;
 }
 
-bool swap_ab_stage2_combines() {
-  return stage2_combine_switch.get();
+int swap_ab_combine_max_tokens() {
+  return combine_max_tokens.get();
 }
 
-void set_swap_ab_stage2_combines(bool on) {
-  stage2_combine_switch.set(on);
+void set_swap_ab_combine_max_tokens(int tokens) {
+  combine_max_tokens.set(tokens);
 }
 
 bool swap_ab_fp8_pairs_early() {

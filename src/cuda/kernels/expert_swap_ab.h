@@ -41,21 +41,24 @@ struct SwapAbInputs {
   unsigned* arrive = nullptr;
   const unsigned* wait_on = nullptr;
   unsigned wait_target = 0;
-  // Stage 2 does the call's combine itself (swap_ab_stage2_combines; routed experts without a shared one, up
-  // to 8 tokens): out [tokens, H] bf16, as combine.cu writes it, from the last block to finish each row tile
-  // (tile_counters: n_tile_counters of them, at least H / 32, zeroed by stage 1 after its wait), with the
-  // routing's weights beside topk_ids. Null: a combine launch follows.
+  // Stage 2 does the call's combine itself (swap_ab_combine_max_tokens; routed experts without a shared one,
+  // up to 8 tokens): out [tokens, H] bf16, as combine.cu writes it, from the last block to finish each row
+  // tile (tile_counters: n_tile_counters of them, at least H / 32, zeroed by stage 1 after its wait), with
+  // the routing's weights beside topk_ids. Null: a combine launch follows.
   uint16_t* combine_out = nullptr;
   unsigned* tile_counters = nullptr;
   int n_tile_counters = 0;
   const float* topk_weights = nullptr;
 };
 
-// Whether a swap-AB call of up to 8 tokens without a shared expert has stage 2 do the combine (the last block
-// of each row tile, counted by integer atomics; the same bits as the combine launch, one launch fewer).
-// MOE_SWAP_AB_COMBINE=1 (read once); set_swap_ab_stage2_combines overrides it.
-bool swap_ab_stage2_combines();
-void set_swap_ab_stage2_combines(bool on);
+// The most tokens (0 to 8) of a swap-AB call without a shared expert whose stage 2 does the combine (the last
+// block of each row tile, counted by integer atomics; the same bits as the combine launch, one launch
+// fewer). 1 by default: on an H100 (session 31) the model's decode step at batch 1 took 2.516 against
+// 2.544-2.555 ms and the op at one token was level (24.9-25.1 us), but at 2-8 tokens a block that arrives
+// last for several row tiles combines them all alone (Qwen3-30B-A3B fp8 M=8 115.8 against 100.8 us).
+// MOE_SWAP_AB_COMBINE=N (read once); set_swap_ab_combine_max_tokens overrides it.
+int swap_ab_combine_max_tokens();
+void set_swap_ab_combine_max_tokens(int tokens);
 
 // Whether stage 1 can route a call of M tokens itself (block_route.cuh): bf16 weights, a few tokens, a router
 // of up to 128 experts.
