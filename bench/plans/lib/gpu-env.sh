@@ -11,6 +11,11 @@
 #   op_rows LABEL MOE ARGS..   `MOE bench ARGS..` (the MoE op; 60 s at most), its table rows prefixed by LABEL
 #                              (an A/B's variant and round), e.g. MOE_X=1 op_rows "round=1 x=1" $MOE --shapes ..
 #   ab_op_rows OLD NEW ARGS..  op_rows of two moe binaries, two rounds alternated, labelled "round=N main|new"
+#   env_ab_rows LOG VAR "V1 V2.." MOE ARGS..
+#                              op_rows of one binary with VAR set to each value in turn, two rounds alternated
+#                              (labels rN VAR=V), appended to LOG; stops early when the plan's time runs short
+#   pivot_rows LOG             op_rows lines regrouped by shape, format and M, each variant's time beside the
+#                              others' (what an A/B reads)
 #   prologue_ncu SHAPE BIN..   ncu's time of each binary's one-block prologue at one token (fp8, SHAPE)
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
@@ -81,6 +86,21 @@ ab_op_rows() {
     op_rows "round=$round main" "$old" "$@"
     op_rows "round=$round new" "$new" "$@"
   done
+}
+env_ab_rows() {
+  local log=$1 var=$2 values=$3 moe=$4 round v
+  shift 4
+  for round in 1 2; do
+    for v in $values; do
+      [ "$(cap 30 0)" -lt 30 ] && return
+      (export "$var=$v" && op_rows "r$round $var=$v" "$moe" "$@") >> "$log"
+    done
+  done
+}
+pivot_rows() {
+  awk '{print $1, $2, $3, $4, $5, $6}' "$1" | sort -k3,3 -k4,4 -k5,5n -k2,2 -k1,1 |
+    awk '{k=$3" "$4" "$5; if (k!=last) {printf "\n%s %s M=%s:", $3, $4, $5; last=k} printf " %s/%s %s", $1, $2, $6}'
+  echo
 }
 prologue_ncu() {
   local shape=$1 b ncu

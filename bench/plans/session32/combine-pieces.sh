@@ -14,20 +14,12 @@ timeout 120 /tmp/n/bin/cuda_fused_moe_test --gtest_color=no > $R/fused-test.log 
 echo "cuda_fused_moe_test rc $? t=$(el)"
 grep -E "^\[  FAILED|^\[  PASSED" $R/fused-test.log | head -4
 pack
-for round in 1 2; do
-  for n in 0 1 8; do
-    [ "$(cap 30 60)" -lt 30 ] && break 2
-    (export MOE_SWAP_AB_COMBINE=$n && op_rows "r$round c=$n" $M --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
-      --M 1,2,4,8 && op_rows "r$round c=$n" $M --shapes qwen3-235b-a22b-tp8 --formats fp8_block --M 1,8) \
-      >> $R/combine-pieces-ab.log
-    MOE_SWAP_AB_COMBINE=$n timeout 40 $M bench --random-shape qwen3-30b-a3b --format fp8_block --batches 1,8 \
-      --prefill 0 2>&1 | grep -E "^ *decode|rror" | sed "s/^/r$round c=$n /" >> $R/combine-pieces-decode.log
-  done
-  pack
-done
-awk '{print $1, $2, $3, $4, $5, $6}' $R/combine-pieces-ab.log | sort -k3,3 -k4,4 -k5,5n -k2,2 -k1,1 |
-  awk '{k=$3" "$4" "$5; if (k!=last) {printf "\n%s %s M=%s:", $3, $4, $5; last=k} printf " %s/%s %s", $1, $2, $6}'
-echo
-cat $R/combine-pieces-decode.log
+env_ab_rows $R/combine-pieces-ab.log MOE_SWAP_AB_COMBINE "0 1 8" $M --shapes qwen3-30b-a3b \
+  --formats fp8_block,bf16 --M 1,2,4,8
+env_ab_rows $R/combine-pieces-ab.log MOE_SWAP_AB_COMBINE "0 1 8" $M --shapes qwen3-235b-a22b-tp8 \
+  --formats fp8_block --M 1,8
+pack
+pivot_rows $R/combine-pieces-ab.log
+decode_ab $M $R/combine-pieces-decode.log MOE_SWAP_AB_COMBINE 0 1 8 0 1 8
 pack
 echo "done t=$(el)"
