@@ -50,7 +50,8 @@ struct KernelTimelineBuffer {
 };
 
 // The report's numbers, from the records alone (no GPU): per position of the most common decode-layer shape
-// (the kinds of its launches in order, from a q/k/v GEMV followed by attention through the MoE combine), the
+// (the kinds of its launches in order, from a q/k/v GEMV followed by attention through the MoE combine, or
+// through stage 2 where that combines), the
 // median over the layers of that shape of each launch's first block start, first and last predecessor-wait
 // return, last block end (us after the layer's first start) and span (its end minus its start).
 // marks[i]: the median over the layers of when the launch's last block to reach mark i reached it; negative
@@ -65,7 +66,8 @@ struct KernelTimelineSummary {
   size_t records = 0, launches = 0, layers = 0;
   int shape_layers = 0;  // the layers of the most common shape, the ones the rows describe
   std::vector<KernelTimelineRow> rows;
-  double layer_us = 0;  // the layer's first start to its combine's end, median
+  double layer_us =
+      0;  // the layer's first start to its last launch's end (the combine's, or stage 2's), median
 };
 KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimelineRecord>& records);
 // The report's text (what kernel_timeline_report prints): the counts, the per-position table, and each marked

@@ -64,16 +64,23 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
   std::sort(launches.begin(), launches.end(),
             [](const Launch& x, const Launch& y) { return x.start < y.start; });
   out.launches = launches.size();
-  // A decode layer: a q/k/v GEMV followed by attention, through the MoE call's combine.
+  // A decode layer: a q/k/v GEMV followed by attention, through the MoE call's combine, or through its stage
+  // 2 where that does the combine (a one-token call, swap_ab_combine_max_tokens) and the next layer's q/k/v
+  // GEMV follows.
+  const auto layer_starts = [&](size_t i) {
+    return i + 1 < launches.size() && launches[i].kind == kTlFp8Gemv && launches[i + 1].kind == kTlAttention;
+  };
   std::vector<std::vector<Launch>> layers;
   for (size_t i = 0; i + 1 < launches.size(); ++i) {
-    if (launches[i].kind != kTlFp8Gemv || launches[i + 1].kind != kTlAttention) continue;
+    if (!layer_starts(i)) continue;
     std::vector<Launch> layer;
+    bool complete = false;
     for (size_t j = i; j < launches.size() && layer.size() < 16; ++j) {
       layer.push_back(launches[j]);
-      if (launches[j].kind == kTlCombine) break;
+      complete = launches[j].kind == kTlCombine || (launches[j].kind == kTlStage2 && layer_starts(j + 1));
+      if (complete) break;
     }
-    if (layer.back().kind == kTlCombine) layers.push_back(layer);
+    if (complete) layers.push_back(layer);
   }
   out.layers = layers.size();
   if (layers.empty()) return out;
@@ -123,7 +130,7 @@ void write_kernel_timeline_report(std::FILE* out, const KernelTimelineSummary& s
   for (const KernelTimelineRow& r : sum.rows)
     std::fprintf(out, "  %-12s %7u %9.2f %9.2f %9.2f %8.2f %8.2f\n", kernel_timeline_kind_name(r.kind),
                  r.blocks, r.start, r.first_wait, r.last_wait, r.end, r.span);
-  std::fprintf(out, "  layer (first start to the combine's end): %.2f us\n", sum.layer_us);
+  std::fprintf(out, "  layer (first start to the combine's end, or stage 2's): %.2f us\n", sum.layer_us);
   // The phases of the launches that mark them (the kernels' mark() calls say what each mark is): when the
   // last block reached each, and in brackets the time since the previous mark (the first: since the last
   // wait; the end: since the last mark).

@@ -28,12 +28,14 @@ struct Recorder {
   }
   // One decode layer starting at t0 (us): eight launches of four blocks, each 5 us after the previous one's
   // start. Returns the index of its first record.
-  size_t layer(double t0, double stage1_span) {
+  // Without the combine (with_combine false): seven, stage 2 combining a one-token call itself.
+  size_t layer(double t0, double stage1_span, bool with_combine = true) {
     const size_t first = records.size();
     const int kinds[] = {kTlFp8Gemv,  kTlAttention, kTlFp8Gemv, kTlF32Gemv,
                          kTlPrologue, kTlStage1,    kTlStage2,  kTlCombine};
     double t = t0;
     for (int k : kinds) {
+      if (k == kTlCombine && !with_combine) break;
       const double span = k == kTlStage1 ? stage1_span : 6.0;
       launch(k, 4, t, t + 1.0, t + span);
       t += 5.0;
@@ -71,6 +73,20 @@ TEST(KernelTimeline, LayersAndMediansFromBlockRecords) {
   EXPECT_NEAR(s.rows[5].last_wait, 26.3, 1e-6);
   EXPECT_NEAR(s.rows[5].span, 8.0, 1e-6);  // the median of 6, 8 and 10
   EXPECT_NEAR(s.layer_us, 41.0, 1e-6);     // the combine starts at 35 and ends 6 us later
+}
+
+// Layers whose stage 2 does the combine (one-token calls): a layer runs through stage 2 when the next layer's
+// q/k/v GEMV and attention follow it; the last one, with nothing after it, is not counted.
+TEST(KernelTimeline, LayersEndAtStageTwoWithoutACombine) {
+  Recorder r;
+  for (int layer = 0; layer < 4; ++layer) r.layer(1000.0 + 100.0 * layer, 6.0 + 2.0 * layer, false);
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.launches, 28u);
+  EXPECT_EQ(s.layers, 3u);
+  ASSERT_EQ(s.rows.size(), 7u);
+  EXPECT_EQ(s.rows[6].kind, kTlStage2);
+  EXPECT_NEAR(s.rows[5].span, 8.0, 1e-6);  // the median of 6, 8 and 10
+  EXPECT_NEAR(s.layer_us, 36.0, 1e-6);     // stage 2 starts at 30 and ends 6 us later
 }
 
 // Marks: per launch the last block to reach each; per position the median over the layers; a mark no block
