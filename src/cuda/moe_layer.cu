@@ -294,14 +294,13 @@ EnvCount shared_warm_blocks("MOE_SHARED_WARM_BLOCKS", 16, 1, 1024);
 EnvCount shared_warm_max_tokens("MOE_SHARED_WARM_MAX_M", 8, 1, 1 << 20);
 
 // The shared expert's weights requested into L2 on ws.warm_stream before the prologue (l2_warm.h): the
-// budget spread over its gate/up rows as the first bytes of each, the part its stage 1 reads first.
-void warm_shared_expert(const ExpertWeightsDev& w, MoeWorkspace& ws, cudaStream_t stream) {
-  const size_t row = w.format == WFormat::Bf16    ? static_cast<size_t>(w.hidden) * 2
-                     : w.format == WFormat::Mxfp4 ? static_cast<size_t>(w.hidden) / 2
-                                                  : static_cast<size_t>(w.hidden);
-  const int rows = 2 * w.inter;
+// budget spread over its gate/up rows as the first bytes of each, the part its stage 1 reads first. A row's
+// bytes come from the uploaded buffer, the layout plan's [experts, 2P, row] shape.
+void warm_shared_expert(const DeviceProjection& p, MoeWorkspace& ws, cudaStream_t stream) {
+  const int rows = 2 * p.view.inter;
+  const size_t row = p.w13.bytes() / (static_cast<size_t>(p.view.num_experts) * static_cast<size_t>(rows));
   const size_t budget = static_cast<size_t>(shared_warm_kb.get()) * 1024;
-  const L2WarmRows warm{w.w13, rows, row, std::min(row, budget / static_cast<size_t>(rows))};
+  const L2WarmRows warm{p.view.w13, rows, row, std::min(row, budget / static_cast<size_t>(rows))};
   l2_warm(warm, static_cast<L2WarmKind>(shared_warm_kind.get()), shared_warm_blocks.get(),
           ws.warm_stream.fork(stream));
 }
@@ -730,7 +729,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   // the stages below, nor while measuring: the stamps and timelines assume one stream).
   const bool warm = shared && !decode && !tail && !measuring && M <= shared_warm_max_tokens.get() &&
                     shared_warm_kb.get() > 0 && ws.warm_stream.created();
-  if (warm) warm_shared_expert(shared->view, ws, stream);
+  if (warm) warm_shared_expert(*shared, ws, stream);
   if (self_routed) {
     if (router_launch) (*router_launch)(nullptr, nullptr);  // no prologue
   } else if (prologue_fits_one_block(M, K)) {

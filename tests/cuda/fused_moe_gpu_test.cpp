@@ -162,13 +162,14 @@ struct GpuLayerCase {
   GpuLayerCase& operator=(const GpuLayerCase&) = delete;
 };
 
-// Each of `shapes` in bf16 and fp8_block, with inputs for up to 8 tokens: the decode-sized layers of the
-// switch tests below.
+// Each of `shapes` in bf16 and fp8_block, with inputs for up to max_m tokens (8: the decode-sized layers of
+// the switch tests below).
 void each_decode_layer(std::initializer_list<NamedShape> shapes,
-                       const std::function<void(const NamedShape&, WeightFormat, GpuLayerCase&)>& fn) {
+                       const std::function<void(const NamedShape&, WeightFormat, GpuLayerCase&)>& fn,
+                       int max_m = 8) {
   for (const NamedShape& shape : shapes)
     for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
-      GpuLayerCase k(spec_for(shape, f, 8), 8);
+      GpuLayerCase k(spec_for(shape, f, max_m), max_m);
       fn(shape, f, k);
     }
 }
@@ -523,24 +524,24 @@ TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int warm_default = cuda::shared_expert_warm_kb();
-  for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
-    const NamedShape shape{"small-shared", 64, 512, 256, 8, 256, true, false};
-    constexpr int kM = 64;
-    GpuLayerCase k(spec_for(shape, f, kM), kM);
-    const int H = static_cast<int>(shape.H);
-    for (const int M : {1, 3, 8, 64}) {
-      cuda::set_shared_expert_warm_kb(0);
-      const long long cold_from = cuda::l2_warm_launches();
-      const std::vector<float> cold = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-      EXPECT_EQ(cuda::l2_warm_launches(), cold_from) << "off, yet warmed";
-      cuda::set_shared_expert_warm_kb(64);  // less than the expert's 512 KB of gate/up rows: part of each
-      const long long warm_from = cuda::l2_warm_launches();
-      const std::vector<float> warm = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-      EXPECT_EQ(cuda::l2_warm_launches() - warm_from, M <= 8 ? 1 : 0) << format_name(f) << " M=" << M;
-      EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * 4))
-          << format_name(f) << " M=" << M << ": warmed, other bits";
-    }
-  }
+  each_decode_layer(
+      {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 3, 8, 64}) {
+          cuda::set_shared_expert_warm_kb(0);
+          const long long cold_from = cuda::l2_warm_launches();
+          const std::vector<float> cold = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          EXPECT_EQ(cuda::l2_warm_launches(), cold_from) << "off, yet warmed";
+          cuda::set_shared_expert_warm_kb(64);  // less than the expert's 512 KB of gate/up rows: part of each
+          const long long warm_from = cuda::l2_warm_launches();
+          const std::vector<float> warm = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          EXPECT_EQ(cuda::l2_warm_launches() - warm_from, M <= 8 ? 1 : 0) << format_name(f) << " M=" << M;
+          EXPECT_EQ(0, std::memcmp(cold.data(), warm.data(), cold.size() * 4))
+              << format_name(f) << " M=" << M << ": warmed, other bits";
+        }
+      },
+      64);
   cuda::set_shared_expert_warm_kb(warm_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
