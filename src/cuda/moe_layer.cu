@@ -1,7 +1,6 @@
 #include "cuda/moe_layer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
@@ -14,7 +13,6 @@
 #include "cuda/kernels/expert_stream.h"
 #include "cuda/kernels/expert_swap_ab.h"
 #include "cuda/kernels/launchers.h"
-#include "cuda/kernels/shared_prep.h"
 #include "cuda/kernels/swap_ab_timeline.h"
 #include "cuda/l2_warm.h"
 #include "cuda/random_fill.h"
@@ -229,8 +227,6 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
         const size_t Ps = static_cast<size_t>(s->view.inter);
         shared_mma_h_codes = DeviceBuffer(M * Ps);
         shared_mma_h_scales = DeviceBuffer(M * k_groups(Ps, static_cast<size_t>(s->view.phase)) * 4);
-        shared_x_codes = DeviceBuffer(std::min<size_t>(M, kSharedEarlyMaxTokens) * H);
-        shared_x_scales = DeviceBuffer(std::min<size_t>(M, kSharedEarlyMaxTokens) * k_groups(H, 0) * 4);
       }
     }
   }
@@ -265,9 +261,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &mma_tiles,
                           &mma_num_tiles,
                           &shared_mma_h_codes,
-                          &shared_mma_h_scales,
-                          &shared_x_codes,
-                          &shared_x_scales})
+                          &shared_mma_h_scales})
     b->poison(s);
 }
 
@@ -291,8 +285,6 @@ EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
-EnvSwitch shared_early_switch("MOE_SHARED_EARLY", false);
-std::atomic<long long> shared_early_count{0};
 // 8 MB: what DRAM brings in a prologue's ~5 us of routing with room to spare, and a small part of L2 (on the
 // H100, DeepSeek-V3 full fp8 M=1: the first 25 % of its 29 MB measured 146.0 against 147.3 us, all of it
 // 149.6: past the prologue the requests compete with the routed experts' stream).
@@ -340,18 +332,6 @@ void set_swap_ab_joint_wave(bool on) {
 
 bool swap_ab_self_route() {
   return self_route_switch.get();
-}
-
-bool shared_expert_early() {
-  return shared_early_switch.get();
-}
-
-void set_shared_expert_early(bool on) {
-  shared_early_switch.set(on);
-}
-
-long long shared_early_launches() {
-  return shared_early_count.load();
 }
 
 bool shared_expert_beside_routed() {
@@ -497,12 +477,7 @@ enum class StagePath { Gemv, Stream, Mma, SwapAb };
 // beside_groups: the swap-AB groups of the launch that runs beside this one (SwapAbInputs::beside_groups).
 // counters: the call's chain counters (moe_counter_waits; swap-AB only): stage 1 arrives on counters[0],
 // stage 2 waits there and arrives on counters[1]. Returns the swap-AB stages' block counts (the counters'
-// final values, for the combine's wait); zeros for the other paths. own_codes: x's fp8 codes other than the
-// prologue's (the shared expert's early stages; swap-AB only).
-struct XCodes {
-  const uint8_t* codes;
-  const float* scales;
-};
+// final values, for the combine's wait); zeros for the other paths.
 struct StageBlocks {
   unsigned stage1 = 0, stage2 = 0;
 };
@@ -510,7 +485,7 @@ StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, 
                               StagePath path, bool x_codes_ready, cudaStream_t stream,
                               const RouteArgs* route = nullptr, const AlignArgs* align = nullptr,
                               int beside_groups = 0, unsigned* counters = nullptr,
-                              uint16_t* combine_out = nullptr, const XCodes* own_codes = nullptr) {
+                              uint16_t* combine_out = nullptr) {
   if (path == StagePath::Gemv) {
     launch_stage1(g, stream);
     mark_part(shared ? "moe shared stage 1" : "moe stage 1", stream);
@@ -521,10 +496,8 @@ StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, 
   if (path == StagePath::SwapAb) {
     SwapAbInputs in{};
     in.x = x;
-    in.x_codes = g.act.quant != AQuant::Fp8 ? nullptr
-                 : own_codes                ? own_codes->codes
-                                            : ws.mma_x_codes.as<uint8_t>();
-    in.x_scales = own_codes ? own_codes->scales : ws.mma_x_scales.as<float>();
+    in.x_codes = g.act.quant == AQuant::Fp8 ? ws.mma_x_codes.as<uint8_t>() : nullptr;
+    in.x_scales = ws.mma_x_scales.as<float>();
     in.max_pairs_per_expert = busiest_expert_pairs(M, g.g.pair_div, g.w.num_experts, shared);
     in.route = route;
     in.align = align;
@@ -752,41 +725,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     aa.zero_ints = ws.chain_counters.as<int>();
     aa.n_zero_ints = kChainCounters;
   }
-  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
-  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
-  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
-  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
-  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
-  const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
-                      shared_expert_beside_routed() && !measuring;
-  // One wave for both launches of a few tokens (swap_ab_joint_wave): the shared expert's single group of
-  // one pass beside the routed experts' groups.
-  const bool joint = beside && stages == StagePath::SwapAb && M <= 8 && swap_ab_joint_wave();
-  // The shared expert's stages before the prologue (shared_expert_early): from its own quantised x and
-  // grouping (shared_prep.h), so its weights stream while the one-block prologue routes; the prologue then
-  // writes only its gate.
-  const bool early = beside && stages == StagePath::SwapAb && M <= kSharedEarlyMaxTokens &&
-                     shared_expert_early() && (act.quant != AQuant::Fp8 || ws.shared_x_codes.bytes() > 0);
-  if (early) {
-    ra.shared_pairs = ra.shared_offsets = ra.shared_active = ra.shared_num_active = nullptr;
-    const bool fp8_x = act.quant == AQuant::Fp8;
-    const SharedPrepArgs prep{x,
-                              layer.hidden(),
-                              M,
-                              fp8_x ? ws.shared_x_codes.as<uint8_t>() : nullptr,
-                              fp8_x ? ws.shared_x_scales.as<float>() : nullptr,
-                              ws.shared_pairs.as<int>(),
-                              ws.shared_offsets.as<int>(),
-                              ws.shared_active.as<int>(),
-                              ws.shared_num_active.as<int>()};
-    const XCodes codes{prep.x_codes, prep.x_scales};
-    const cudaStream_t side = ws.shared_stream.fork(stream);
-    launch_shared_prep(prep, side);
-    MOE_CUDA_CHECK_LAUNCH();
-    run_expert_stages(s, ws, true, x, M, stages, false, side, nullptr, nullptr, joint ? g.max_groups : 0,
-                      nullptr, nullptr, &codes);
-    ++shared_early_count;
-  }
   // The shared expert's first bytes into L2 while the prologue routes (not for the paths that return before
   // the stages below, nor while measuring: the stamps and timelines assume one stream).
   const bool warm = shared && !decode && !tail && !measuring && M <= shared_warm_max_tokens.get() &&
@@ -839,7 +777,17 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     g.y_bf16 = ws.y.as<uint16_t>();
     if (shared) s.y = nullptr, s.y_bf16 = ws.shared_y.as<uint16_t>();
   }
-  if (beside && !early)
+  // The shared expert's stages read only x (and its quantised forms, from the prologue) and write only the
+  // shared workspaces, so they may run beside the routed experts': its few blocks (one expert) then fill the
+  // SMs the routed stages leave, instead of running after them (DeepSeek-V3 and Qwen3-Next). Not the grouped
+  // GEMM: its tile list is one workspace for both. Nor while parts are stamped or kernels timed: the step
+  // stamps assume one stream in order, and the timelines that launches of one kind never overlap.
+  const bool beside = shared && stages != StagePath::Mma && ws.shared_stream.created() &&
+                      shared_expert_beside_routed() && !measuring;
+  // One wave for both launches of a few tokens (swap_ab_joint_wave): the shared expert's single group of
+  // one pass beside the routed experts' groups.
+  const bool joint = beside && stages == StagePath::SwapAb && M <= 8 && swap_ab_joint_wave();
+  if (beside)
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 

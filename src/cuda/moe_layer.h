@@ -88,9 +88,6 @@ class MoeWorkspace {
   // layer's formats have no such path.
   DeviceBuffer mma_x_codes, mma_x_scales, mma_h_codes, mma_h_scales, mma_tiles, mma_num_tiles;
   DeviceBuffer shared_mma_h_codes, shared_mma_h_scales;
-  // x's fp8 codes for a shared expert whose stages start before the prologue (shared_expert_early()): their
-  // own, written by shared_prep.h beside the prologue's mma_x_codes. Empty without a shared expert or fp8.
-  DeviceBuffer shared_x_codes, shared_x_scales;
   int mma_max_tiles = 0, shared_mma_max_tiles = 0;
   // Where the shared expert's stages run beside the routed experts' (shared_expert_beside_routed()).
   SideStream shared_stream;
@@ -138,15 +135,6 @@ void set_shared_expert_beside_routed(bool on);
 // 1 (bulk requests) or 2 (lines), MOE_SHARED_WARM_BLOCKS (default 16).
 int shared_expert_warm_kb();
 void set_shared_expert_warm_kb(int kb);
-// Whether a call of up to kSharedEarlyMaxTokens tokens on the swap-AB stages whose shared expert runs beside
-// the routed experts starts the shared expert's stages before the prologue, on its stream, from its own
-// quantised x and identity grouping (shared_prep.h; the prologue then writes only its gate): the same bits.
-// MOE_SHARED_EARLY=1 (read once; off by default); set_shared_expert_early overrides it.
-// shared_early_launches() counts the calls that took it (tests).
-constexpr int kSharedEarlyMaxTokens = 8;
-bool shared_expert_early();
-void set_shared_expert_early(bool on);
-long long shared_early_launches();
 // Whether the swap-AB launches of a call of a few tokens whose shared expert runs beside the routed experts
 // size their row tiles per block for one wave together (SwapAbInputs::beside_groups) instead of each for a
 // wave of its own. DeepSeek-V3 at M=1: stage 2's 224 routed blocks of 4 tiles and the shared expert's 112

@@ -546,42 +546,6 @@ TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// The shared expert's stages started before the prologue (MOE_SHARED_EARLY, shared_prep.h: its own fp8 codes
-// of x and identity grouping on its stream, the prologue writing only the gate): the same bits as after the
-// prologue, called directly and replayed from a graph, at the token counts that take it (one launch each)
-// and past them (none).
-TEST(FusedMoeGpuShared, StartingBeforeThePrologueKeepsTheBits) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream;
-  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const bool early_default = cuda::shared_expert_early();
-  each_decode_layer(
-      {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false}},
-      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
-        const int H = static_cast<int>(shape.H);
-        for (const int M : {1, 3, 8, 64}) {
-          const std::string at = std::string(format_name(f)) + " M=" + std::to_string(M);
-          cuda::set_shared_expert_early(false);
-          const long long after_from = cuda::shared_early_launches();
-          const std::vector<float> after = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-          EXPECT_EQ(cuda::shared_early_launches(), after_from) << at << ": off, yet started early";
-          cuda::set_shared_expert_early(true);
-          const long long early_from = cuda::shared_early_launches();
-          const std::vector<float> early = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-          EXPECT_EQ(cuda::shared_early_launches() - early_from, M <= cuda::kSharedEarlyMaxTokens ? 1 : 0)
-              << at;
-          EXPECT_EQ(std::count_if(early.begin(), early.end(), [](float v) { return !std::isfinite(v); }), 0)
-              << at;
-          EXPECT_EQ(0, std::memcmp(after.data(), early.data(), after.size() * 4))
-              << at << ": started before the prologue, other bits";
-          expect_graph_replays(k, M, H, stream, after, 2, at + " early");
-        }
-      },
-      64);
-  cuda::set_shared_expert_early(early_default);
-  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
-}
-
 // The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
 // the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
 // steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token

@@ -66,13 +66,11 @@ __device__ __forceinline__ void warp_shared_gate(const RouteArgs& a, int t) {
   }
   if (lane == 0) {
     a.shared_gate_out[t] = g;
-    if (a.shared_pairs) a.shared_pairs[t] = t;  // null: shared_prep.h wrote the grouping
+    a.shared_pairs[t] = t;
   }
 }
 
-// Null shared_offsets: the shared expert's stages started before the prologue (shared_prep.h wrote it).
 __device__ __forceinline__ void write_shared_grouping(const RouteArgs& a, int M) {
-  if (!a.shared_offsets) return;
   a.shared_offsets[0] = 0;
   a.shared_offsets[1] = M;
   a.shared_active[0] = 0;
