@@ -418,8 +418,14 @@ int auto_swap_ab_below(int hidden, int inter, bool fp8) {
 
 namespace {
 
-// Auto's threshold for this layer's call (auto_swap_ab_below).
+// Auto's threshold for this layer's call (auto_swap_ab_below); MOE_SWAP_AB_BELOW=N (read once) replaces it
+// for every layer, to measure Auto's whole call at another threshold.
 int swap_ab_below(const DeviceMoeLayer& layer, const ActivationParams& act) {
+  static const int forced = [] {
+    const char* v = std::getenv("MOE_SWAP_AB_BELOW");
+    return v && std::atoi(v) > 0 ? std::atoi(v) : 0;
+  }();
+  if (forced > 0) return forced;
   return auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8);
 }
 
