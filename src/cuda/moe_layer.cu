@@ -283,7 +283,8 @@ bool fused_by_default() {
 namespace {
 EnvSwitch self_route_switch("MOE_SWAP_AB_SELF_ROUTE");
 EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
-EnvSwitch joint_wave_switch("MOE_SWAP_AB_JOINT_WAVE", false);
+// -1: by hidden size (swap_ab_joint_wave); 0 never; 1 always.
+EnvCount joint_wave_setting("MOE_SWAP_AB_JOINT_WAVE", -1, -1, 1);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
 // 8 MB: what DRAM brings in a prologue's ~5 us of routing with room to spare, and a small part of L2 (on the
 // H100, DeepSeek-V3 full fp8 M=1: the first 25 % of its 29 MB measured 146.0 against 147.3 us, all of it
@@ -322,12 +323,17 @@ void set_moe_counter_waits(bool on) {
   counter_waits_switch.set(on);
 }
 
-bool swap_ab_joint_wave() {
-  return joint_wave_switch.get();
+bool swap_ab_joint_wave(int hidden) {
+  const int setting = joint_wave_setting.get();
+  return setting < 0 ? hidden > kJointWaveMinHidden : setting == 1;
 }
 
-void set_swap_ab_joint_wave(bool on) {
-  joint_wave_switch.set(on);
+int swap_ab_joint_wave_setting() {
+  return joint_wave_setting.get();
+}
+
+void set_swap_ab_joint_wave_setting(int setting) {
+  joint_wave_setting.set(setting);
 }
 
 bool swap_ab_self_route() {
@@ -400,7 +406,7 @@ int mma_min_tokens() {
   return threshold;
 }
 
-int auto_swap_ab_below(int hidden, int inter, bool fp8) {
+int auto_swap_ab_below(int hidden, int inter, bool fp8, int experts) {
   // H100, session 28 (scripts/path-thresholds: the grouped GEMM with staged outputs against the swap-AB
   // stages, us). H <= 4096: the swap-AB stages led up to 32 tokens, the grouped GEMM from 48 on Qwen3-Next
   // (fp8 406.6 vs 443.2, bf16 719 vs 791), within 1 % at 48 elsewhere (Qwen3-30B-A3B fp8 230.7 vs 228.4,
@@ -411,8 +417,15 @@ int auto_swap_ab_below(int hidden, int inter, bool fp8) {
   // intermediate (more blocks staging the same tokens) moves the crossover down: TP8 (I = 256) fp8 M=16
   // 235.1 vs 259.6, M=24 300.9 vs 268.6; bf16 M=12 306.8 vs 325.5, M=16 408.3 vs 383.5; the full layer
   // (I = 2048) fp8 M=8 831.3 vs 834.6, M=12 1038.5 vs 996.9; bf16 M=2 562.0 vs 565.4, M=4 946.6 vs 902.5.
-  if (hidden <= 4096) return 48;
-  if (inter <= 256) return fp8 ? 24 : 16;
+  // Session 32 (H100, after the swap-AB stages' balanced K warps and staging changes of sessions 29-31): at
+  // 48 and 56 tokens the swap-AB stages now lead where a layer has at most 128 experts (Qwen3-30B-A3B fp8 48
+  // tokens 220.7 vs 232.0, 56: 222.1 vs 231.7; Qwen3-235B-A22B TP8 fp8 134.9 vs 154.0 and 120.8 vs 143.7,
+  // bf16 219.1 vs 222.7; Qwen3-30B-A3B bf16 within 0.5 % either way), the grouped GEMM from 64 (229.3 vs
+  // 232.2); with 512 experts (Qwen3-Next: ~310 active at 48 tokens, each its own swap-AB group) the grouped
+  // GEMM still leads at 48 (fp8 404.6 vs 437.8, bf16 705.8 vs 773.6). DeepSeek-V3 TP8 fp8: the swap-AB
+  // stages lead at 24 and 28 (227.2 vs 259.4, 253.5 vs 264.5), the grouped GEMM at 32 (264.9 vs 289.1).
+  if (hidden <= 4096) return experts <= 128 ? 64 : 48;
+  if (inter <= 256) return fp8 ? 32 : 16;
   return fp8 ? 12 : 4;
 }
 
@@ -426,7 +439,8 @@ int swap_ab_below(const DeviceMoeLayer& layer, const ActivationParams& act) {
     return v && std::atoi(v) > 0 ? std::atoi(v) : 0;
   }();
   if (forced > 0) return forced;
-  return auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8);
+  return auto_swap_ab_below(layer.hidden(), layer.experts().view.inter, act.quant == AQuant::Fp8,
+                            layer.num_experts());
 }
 
 // Auto takes the grouped GEMM from `below` tokens (swap_ab_below: where use_swap_ab never does).
@@ -792,17 +806,15 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                       shared_expert_beside_routed() && !measuring;
   // One wave for both launches of a few tokens (swap_ab_joint_wave): the shared expert's single group of
   // one pass beside the routed experts' groups.
-  const bool joint = beside && stages == StagePath::SwapAb && M <= 8 && swap_ab_joint_wave();
+  const bool joint = beside && stages == StagePath::SwapAb && M <= 8 && swap_ab_joint_wave(layer.hidden());
   if (beside)
     run_expert_stages(s, ws, true, x, M, stages, x_codes_ready, ws.shared_stream.fork(stream), nullptr,
                       nullptr, joint ? g.max_groups : 0);
 
   // Stage 2 does the combine itself (swap_ab_combine_max_tokens): routed experts alone (more than one: a
-  // single local expert's passes spread over the grid), a few tokens, the combine's usual consumer, and a
-  // hidden size of whole 16-byte pieces of fp32 y (combine_piece.cuh).
+  // single local expert's passes spread over the grid), a few tokens, the combine's usual consumer.
   const bool stage2_combines = stages == StagePath::SwapAb && !shared && !leave_combine && !counter_waits &&
-                               M <= swap_ab_combine_max_tokens() && g.max_groups > 1 &&
-                               layer.hidden() % 4 == 0;
+                               M <= swap_ab_combine_max_tokens() && g.max_groups > 1;
   const StageBlocks routed_blocks = run_expert_stages(
       g, ws, false, x, M, stages, x_codes_ready, stream, self_routed ? &ra : nullptr,
       self_routed ? &aa : nullptr, joint ? 1 : 0, counters, stage2_combines ? out : nullptr);

@@ -102,8 +102,9 @@ class MoeWorkspace {
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
 // M <= kFusedMaxTokens where it applies and MOE_FUSED=1 (off by default: measured slower than the swap-AB
 // stages, docs/performance.md); the tensor-core grouped GEMM
-// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (48 tokens where
-// H <= 4096; 4 to 24 by format and intermediate size where H > 4096); below that the swap-AB tensor-core
+// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (64 tokens where
+// H <= 4096 with at most 128 experts, 48 with more; 4 to 32 by format and intermediate size where H > 4096;
+// MOE_SWAP_AB_BELOW=N replaces it, to measure); below that the swap-AB tensor-core
 // stages (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch
 // invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused /
 // SwapAb force a path (tests, `moe bench --paths`): Stream is the streaming tensor-core stages
@@ -139,10 +140,15 @@ void set_shared_expert_warm_kb(int kb);
 // size their row tiles per block for one wave together (SwapAbInputs::beside_groups) instead of each for a
 // wave of its own. DeepSeek-V3 at M=1: stage 2's 224 routed blocks of 4 tiles and the shared expert's 112
 // blocks of 1 share 264 block slots, so 72 of the shared blocks wait for a routed block to finish; counted
-// together, the shared expert takes 28 blocks of 4 tiles and all fit. Never changes a dot product. Off unless
-// MOE_SWAP_AB_JOINT_WAVE=1 (session 17, written without a GPU); set_swap_ab_joint_wave overrides it.
-bool swap_ab_joint_wave();
-void set_swap_ab_joint_wave(bool on);
+// together, the shared expert takes 28 blocks of 4 tiles and all fit. Never changes a dot product. By default
+// where the hidden size exceeds kJointWaveMinHidden (session 32, H100, one token: DeepSeek-V3 full fp8 151.4
+// -> 150.0 us, its TP8 shard 35.4 -> 33.8, level at 2 and 8 tokens; Qwen3-Next, H = 2048, slower: 27.1 ->
+// 27.6 at one token, 96.3 -> 101.2 at 8). MOE_SWAP_AB_JOINT_WAVE (read once): -1 that default, 0 never, 1
+// always; set_swap_ab_joint_wave_setting overrides it (tests compare both ways).
+constexpr int kJointWaveMinHidden = 4096;
+bool swap_ab_joint_wave(int hidden);
+int swap_ab_joint_wave_setting();
+void set_swap_ab_joint_wave_setting(int setting);
 // Whether a call of a few tokens on the swap-AB stages without a shared expert, after the one-block
 // prologue, crosses its stage 1 -> stage 2 and stage 2 -> combine boundaries by counters (chain_count.cuh:
 // each block of the producer adds one when its outputs are written, the consumer's blocks wait for the
@@ -160,10 +166,10 @@ bool auto_takes_fused(const DeviceMoeLayer& layer, int M);
 // experimental Auto variants MOE_DECODE and MOE_STAGE2_COMBINE, which keep the GEMV below it): 384, or
 // MOE_MMA_MIN_TOKENS from the environment (read once, at least 65).
 int mma_min_tokens();
-// Auto's threshold between the swap-AB stages and the grouped GEMM for a layer of hidden size `hidden` and
-// per-rank intermediate size `inter` (fp8: fp8 activations): the swap-AB stages below it. Host arithmetic,
-// tested without a GPU.
-int auto_swap_ab_below(int hidden, int inter, bool fp8);
+// Auto's threshold between the swap-AB stages and the grouped GEMM for a layer of hidden size `hidden`,
+// per-rank intermediate size `inter` (fp8: fp8 activations) and `experts` experts: the swap-AB stages below
+// it. Host arithmetic, tested without a GPU.
+int auto_swap_ab_below(int hidden, int inter, bool fp8, int experts);
 
 // For measuring (the model's MOE_STEP_STAMPS): called on the host after each of the op's launches with the
 // part's name ("moe prologue", "moe stage 1", ...), to put a timer stamp in the stream. Null (the default):

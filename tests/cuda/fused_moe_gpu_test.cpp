@@ -283,8 +283,9 @@ TEST_P(FusedMoeGpu, MatchesReferenceAtEveryM) {
   // wherever both sizes take the same path; across the switch from the fused decode kernel (M <= 8) to the
   // GEMV it is only reported.
   const std::vector<float> alone = run_gpu(layer, ws, x, logits, 1, H, stream);
-  for (int M :
-       {8, cuda::auto_swap_ab_below(H, layer.experts().view.inter, f == WeightFormat::Fp8Block) - 1}) {
+  for (int M : {8, cuda::auto_swap_ab_below(H, layer.experts().view.inter, f == WeightFormat::Fp8Block,
+                                            layer.num_experts()) -
+                       1}) {
     const std::vector<float> batch = run_gpu(layer, ws, x, logits, M, H, stream);
     const bool same = std::memcmp(alone.data(), batch.data(), static_cast<size_t>(H) * 4) == 0;
     const bool one_path = cuda::auto_takes_fused(layer, 1) == cuda::auto_takes_fused(layer, M);
@@ -449,7 +450,7 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const bool joint_wave_default = cuda::swap_ab_joint_wave();
+  const int joint_wave_default = cuda::swap_ab_joint_wave_setting();
   for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
     const NamedShape shape{"small-shared", 64, 512, 256, 8, 256, true, false};
     constexpr int kM = 64;
@@ -471,15 +472,15 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
       // Both launches' row tiles per block sized for one wave together (swap_ab_joint_wave; M <= 8). At M=8
       // the routed experts' 64 groups x 8 row tiles per stage exceed one wave of an H100 or H200 (132 SMs x
       // 2 blocks), so sized together the shared expert's launch takes fewer blocks: the switch took effect.
-      cuda::set_swap_ab_joint_wave(false);
+      cuda::set_swap_ab_joint_wave_setting(0);
       const long long apart_from = cuda::swap_ab_blocks_launched();
       (void)run_gpu(layer, ws, x, logits, M, H, stream);
       const long long apart_blocks = cuda::swap_ab_blocks_launched() - apart_from;
-      cuda::set_swap_ab_joint_wave(true);
+      cuda::set_swap_ab_joint_wave_setting(1);
       const long long joint_from = cuda::swap_ab_blocks_launched();
       const std::vector<float> joint = run_gpu(layer, ws, x, logits, M, H, stream);
       const long long joint_blocks = cuda::swap_ab_blocks_launched() - joint_from;
-      cuda::set_swap_ab_joint_wave(joint_wave_default);
+      cuda::set_swap_ab_joint_wave_setting(joint_wave_default);
       std::printf("[joint wave %s] M=%d: swap-AB blocks %lld apart, %lld together\n",
                   std::string(format_name(f)).c_str(), M, apart_blocks, joint_blocks);
       EXPECT_EQ(0, std::memcmp(after.data(), joint.data(), after.size() * 4))

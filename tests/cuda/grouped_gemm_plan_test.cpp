@@ -17,27 +17,28 @@
 namespace moe::cuda {
 namespace {
 
-// The crossovers session 28 measured (H100, scripts/path-thresholds): per shape and format, the most tokens
-// at which the swap-AB stages were faster and the fewest at which the grouped GEMM was. Auto must switch
-// between them. (Rows within 1 % are left out as noise; so is Qwen3-30B-A3B bf16, whose grouped GEMM led by
-// 2-4 % from 16 tokens where the other H <= 4096 shapes had the swap-AB stages ahead.)
+// The crossovers sessions 28 and 32 measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW): per shape
+// and format, the most tokens at which the swap-AB stages were faster and the fewest at which the grouped
+// GEMM was (session 32's where it measured them: Qwen3-30B-A3B and Qwen3-235B-A22B TP8 at 48-64, Qwen3-Next
+// bf16 at 32, DeepSeek-V3 TP8 fp8 at 24-32). Auto must switch between them. (Rows within 1 % are left out as
+// noise; so is Qwen3-30B-A3B bf16, within 0.5 % either way from 16 to 64 tokens in session 32.)
 TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
   struct Crossover {
     const char* shape;
-    int hidden, inter;
+    int hidden, inter, experts;
     bool fp8;
     int swap_ab_faster_at, grouped_gemm_faster_at;
   };
-  for (const Crossover& c : {Crossover{"qwen3-30b-a3b", 2048, 768, true, 32, 64},
-                             Crossover{"qwen3-next-80b-a3b", 2048, 512, true, 32, 48},
-                             Crossover{"qwen3-next-80b-a3b", 2048, 512, false, 16, 48},
-                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, true, 32, 48},
-                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, false, 16, 64},
-                             Crossover{"deepseek-v3-tp8", 7168, 256, true, 16, 24},
-                             Crossover{"deepseek-v3-tp8", 7168, 256, false, 12, 16},
-                             Crossover{"deepseek-v3", 7168, 2048, true, 8, 12},
-                             Crossover{"deepseek-v3", 7168, 2048, false, 2, 4}}) {
-    const int below = auto_swap_ab_below(c.hidden, c.inter, c.fp8);
+  for (const Crossover& c : {Crossover{"qwen3-30b-a3b", 2048, 768, 128, true, 56, 64},
+                             Crossover{"qwen3-next-80b-a3b", 2048, 512, 512, true, 32, 48},
+                             Crossover{"qwen3-next-80b-a3b", 2048, 512, 512, false, 32, 48},
+                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, 128, true, 56, 64},
+                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, 128, false, 56, 64},
+                             Crossover{"deepseek-v3-tp8", 7168, 256, 256, true, 28, 32},
+                             Crossover{"deepseek-v3-tp8", 7168, 256, 256, false, 12, 16},
+                             Crossover{"deepseek-v3", 7168, 2048, 256, true, 8, 12},
+                             Crossover{"deepseek-v3", 7168, 2048, 256, false, 2, 4}}) {
+    const int below = auto_swap_ab_below(c.hidden, c.inter, c.fp8, c.experts);
     EXPECT_GT(below, c.swap_ab_faster_at) << c.shape << (c.fp8 ? " fp8" : " bf16");
     EXPECT_LE(below, c.grouped_gemm_faster_at) << c.shape << (c.fp8 ? " fp8" : " bf16");
   }
@@ -128,6 +129,21 @@ TEST(GroupedGemmPairTile, FollowsTheMeanPairsPerExpert) {
   set_grouped_gemm_wgmma(false);
   EXPECT_EQ(grouped_gemm_pair_tile(8, 128, 2048, 768), 128) << "mma.sync has 128-pair tiles only";
   set_grouped_gemm_wgmma(true);
+}
+
+// Whether the two swap-AB launches are sized for one wave together: by default only where the hidden size is
+// DeepSeek's (wider than kJointWaveMinHidden), where it measured faster; the setting forces it either way.
+TEST(SwapAbJointWave, ByDefaultOnlyForWideHidden) {
+  const int setting = swap_ab_joint_wave_setting();
+  set_swap_ab_joint_wave_setting(-1);
+  EXPECT_TRUE(swap_ab_joint_wave(7168)) << "DeepSeek-V3's hidden size";
+  EXPECT_FALSE(swap_ab_joint_wave(2048)) << "Qwen3-Next's hidden size";
+  EXPECT_FALSE(swap_ab_joint_wave(kJointWaveMinHidden));
+  set_swap_ab_joint_wave_setting(0);
+  EXPECT_FALSE(swap_ab_joint_wave(7168));
+  set_swap_ab_joint_wave_setting(1);
+  EXPECT_TRUE(swap_ab_joint_wave(2048));
+  set_swap_ab_joint_wave_setting(setting);
 }
 
 // The swap-AB launches of a decode call whose shared expert runs beside its routed experts

@@ -28,7 +28,6 @@
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_route.cuh"
 #include "cuda/kernels/chain_count.cuh"
-#include "cuda/kernels/combine_piece.cuh"
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/mma_sm80.cuh"
@@ -120,37 +119,39 @@ constexpr int kCombineMaxTiles = kThreads;
 struct CombineShared {
   int ids[kCombineMaxPairs];
   float w[kCombineMaxPairs];
-  // Whether this block arrived last on tile tile_begin + i; then, compacted in place, the n_last tiles it
-  // arrived last on, in tile order.
-  int last[kCombineMaxTiles];
-  int n_last;
+  int last[kCombineMaxTiles];  // this block arrived last on tile tile_begin + i
 };
 
-// The rows of out of the tiles this block arrived last on, for every token, as combine.cu computes them
-// (combine_piece.cuh: slot order, fmaf from zero, one bf16 rounding: the same bits), y from L2 as other
-// blocks wrote it. One flat loop over (tile, token, 16-byte piece), so a block that is last on several tiles
-// spreads all their pieces over its threads, each with every slot's load in flight, instead of walking the
-// tiles one after another a row at a time (at 8 tokens a block may be the last of 7 tiles).
-__device__ __forceinline__ void combine_last_tiles(const SwapAbArgs& a, int tile_rows,
-                                                   const CombineShared& cs) {
-  using P = YPiece<false>;
-  const int K = a.g.pair_div, H = a.w.hidden, pieces = H / P::kCols, tile_pieces = tile_rows / P::kCols;
-  const int per_tile = a.tokens * tile_pieces;
-  const uint4* y = reinterpret_cast<const uint4*>(a.y);
-  for (int item = threadIdx.x; item < cs.n_last * per_tile; item += kThreads) {
-    const int tile = cs.last[item / per_tile], t = item % per_tile / tile_pieces;
-    const int piece = tile * tile_pieces + item % tile_pieces;
-    if (piece >= pieces) continue;
-    float acc[P::kCols] = {};
-    add_slot_pieces<false>(y + static_cast<size_t>(t) * K * pieces, cs.ids + t * K, cs.w + t * K, K, pieces,
-                           piece, acc);
-    store_bf16_piece<P::kCols>(a.combine_out + (static_cast<size_t>(t) * pieces + piece) * P::kCols, acc);
+// Rows [row0, row0 + rows) of out for every token, as combine.cu computes them (slot order, fmaf from zero,
+// one bf16 rounding: the same bits), y from L2 as other blocks wrote it; cs.ids and cs.w hold the slots.
+__device__ __forceinline__ void combine_rows(const SwapAbArgs& a, int row0, int rows,
+                                             const CombineShared& cs) {
+  constexpr int kSlotsInFlight = 8;
+  const int K = a.g.pair_div, H = a.w.hidden;
+  for (int item = threadIdx.x; item < a.tokens * rows; item += kThreads) {
+    const int t = item / rows, row = row0 + item % rows;
+    if (row >= H) continue;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += kSlotsInFlight) {
+      float v[kSlotsInFlight];
+#pragma unroll
+      for (int i = 0; i < kSlotsInFlight; ++i) {
+        const int p = t * K + k0 + i;
+        v[i] = k0 + i < K && cs.ids[p] >= 0 ? __ldcg(a.y + static_cast<size_t>(p) * H + row) : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kSlotsInFlight; ++i) {
+        const int p = t * K + k0 + i;
+        if (k0 + i < K && cs.ids[p] >= 0) acc = fmaf(cs.w[p], v[i], acc);
+      }
+    }
+    a.combine_out[static_cast<size_t>(t) * H + row] = f32_to_bf16(acc);
   }
 }
 
 // After a stage-2 block's row tiles [tile_begin, tile_end) (its y stores before its last tile's barrier): its
 // arrival on each tile's counter, a thread per tile, all in one round trip with the slots' ids and weights
-// (every block reads them: the last one is known only after the arrivals); then the combine of the tiles
+// (every block reads them: the last one is known only after the arrivals); then the combine of each tile
 // this block was the last of the call's active experts to finish. Arriving once at the end, not after each
 // tile, keeps a block's next tile streaming (per tile, M=8: 122.8 against 103.4 us with the launch).
 __device__ __forceinline__ void combine_tiles_if_last(const SwapAbArgs& a, int tile_begin, int tile_end,
@@ -179,14 +180,8 @@ __device__ __forceinline__ void combine_tiles_if_last(const SwapAbArgs& a, int t
     cs.w[i] = w;
   }
   __syncthreads();
-  if (i == 0) {
-    int n = 0;  // n <= t: each entry is read before it is overwritten
-    for (int t = 0; t < tiles; ++t)
-      if (cs.last[t]) cs.last[n++] = tile_begin + t;
-    cs.n_last = n;
-  }
-  __syncthreads();
-  combine_last_tiles(a, tile_rows, cs);
+  for (int t = 0; t < tiles; ++t)
+    if (cs.last[t]) combine_rows(a, (tile_begin + t) * tile_rows, tile_rows, cs);
 }
 
 // A call whose routing made no expert active here (an expert-parallel rank none of whose experts the tokens
@@ -798,10 +793,9 @@ int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t
   const int out = kStage == 1 ? k.w.inter : k.w.hidden;
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
-  require(!k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && tiles <= kCombineMaxTiles &&
-                             passes == 1 && k.w.hidden % 4 == 0 && kTileRows % 4 == 0),
-          "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters, hidden ",
-          k.w.hidden, " (16-byte pieces of y: a multiple of 4)");
+  require(
+      !k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && tiles <= kCombineMaxTiles && passes == 1),
+      "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters");
   k.tiles_per_block = tiles_per_block(groups * passes + beside_groups, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   if (unsigned long long* tl = swap_ab_timeline_buffer())
