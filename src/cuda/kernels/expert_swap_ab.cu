@@ -104,13 +104,13 @@ struct SwapAbArgs {
   const unsigned* wait_on;
   unsigned wait_target;
   // Stage 2 combining its call itself (SwapAbInputs::combine_out): the last block to finish a row tile (one
-  // counter per tile) adds the call's tokens' slots for the tile's rows into combine_out; stage 1's block 0
-  // zeroes the counters (zero_counters) after its wait.
+  // of the n_tile_counters counters per tile) adds the call's tokens' slots for the tile's rows into
+  // combine_out. Both stages of such a call get the counters: stage 1's block 0 zeroes them after its wait,
+  // stage 2's blocks arrive on them.
   uint16_t* combine_out;
   unsigned* tile_counters;
+  int n_tile_counters;
   const float* topk_weights;
-  unsigned* zero_counters;
-  int n_zero_counters;
 };
 
 // Pairs (tokens x top-k) and row tiles per block a stage 2 that combines takes at most: a thread each.
@@ -358,8 +358,8 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     timeline.waited();
     stamp(a, kSwWaited);
     // Stage 2's combine counters for this call (the previous call's stage 2 finished before the wait).
-    if (kNT == 1 && a.zero_counters && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
-      for (int i = threadIdx.x; i < a.n_zero_counters; i += kThreads) a.zero_counters[i] = 0u;
+    if (kNT == 1 && a.tile_counters && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+      for (int i = threadIdx.x; i < a.n_tile_counters; i += kThreads) a.tile_counters[i] = 0u;
   }
   const int* sorted = a.g.sorted_pairs;
   int expert, pair_begin = 0, pair_end = by_token ? 1 : 0;  // by token: one pass, staged here
@@ -794,8 +794,8 @@ int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t
   constexpr int kTileRows = tile_rows(kStage, kKGroups);
   const int tiles = (out + kTileRows - 1) / kTileRows;
   require(
-      !k.combine_out || (kNT == 1 && tiles <= k.n_zero_counters && tiles <= kCombineMaxTiles && passes == 1),
-      "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_zero_counters, " counters");
+      !k.combine_out || (kNT == 1 && tiles <= k.n_tile_counters && tiles <= kCombineMaxTiles && passes == 1),
+      "swap-AB stage 2's combine: ", tiles, " row tiles for ", k.n_tile_counters, " counters");
   k.tiles_per_block = tiles_per_block(groups * passes + beside_groups, tiles, blocks_per_sm(kNT));
   k.geo.red_offset = static_cast<int>(staged_bytes(k.geo, kFp8, kNT));
   if (unsigned long long* tl = swap_ab_timeline_buffer())
@@ -847,12 +847,10 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
     require(in.tokens >= 1 && in.tokens <= kByTokenMax && in.tokens * a.g.pair_div <= kCombineMaxPairs &&
                 in.topk_ids && in.topk_weights && in.tile_counters && !one_expert,
             "swap-AB stage 2's combine: a call of up to ", kByTokenMax, " tokens of routed experts");
-    k.n_zero_counters = in.n_tile_counters;
-    if (kStage == 1) {
-      k.zero_counters = in.tile_counters;
-    } else {
+    k.tile_counters = in.tile_counters;
+    k.n_tile_counters = in.n_tile_counters;
+    if (kStage == 2) {
       k.combine_out = in.combine_out;
-      k.tile_counters = in.tile_counters;
       k.topk_weights = in.topk_weights;
     }
   }
