@@ -66,8 +66,8 @@ struct KernelTimelineSummary {
   size_t records = 0, launches = 0, layers = 0;
   int shape_layers = 0;  // the layers of the most common shape, the ones the rows describe
   std::vector<KernelTimelineRow> rows;
-  double layer_us =
-      0;  // the layer's first start to its last launch's end (the combine's, or stage 2's), median
+  // The layer's first start to its last launch's end (the combine's, or stage 2's), median.
+  double layer_us = 0;
 };
 KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimelineRecord>& records);
 // The report's text (what kernel_timeline_report prints): the counts, the per-position table, and each marked

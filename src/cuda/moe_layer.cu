@@ -189,11 +189,14 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
   xq = DeviceBuffer(M * H * 4);
   h = DeviceBuffer(M * K * P * 2);
   y = DeviceBuffer(M * K * H * 4);
-  decode_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per combine tile: tiles are 32 rows or more
+  // One counter per row tile of H (tiles are 32 rows or more): the decode path's combine tiles, and stage 2's
+  // row tiles where the swap-AB stage 2 combines.
+  const size_t tile_counter_bytes = (H + 31) / 32 * 4;
+  decode_counters = DeviceBuffer(tile_counter_bytes);
   fused_barrier = DeviceBuffer(kFusedBarrierWords * 4);
   MOE_CUDA_CHECK(cudaMemset(fused_barrier.get(), 0, fused_barrier.bytes()));
   chain_counters = DeviceBuffer(kChainCounters * 4);
-  combine_counters = DeviceBuffer((H + 31) / 32 * 4);  // one per stage-2 row tile: tiles are 32 rows or more
+  combine_counters = DeviceBuffer(tile_counter_bytes);
   if (const DeviceProjection* s = layer.shared()) {
     const size_t Ps = static_cast<size_t>(s->view.inter);
     shared_gate = DeviceBuffer(M * 4);

@@ -491,24 +491,9 @@ TEST(FusedMoeGpuShared, BesideTheRoutedExpertsSameBits) {
             << format_name(f) << " M=8: the joint sizing did not take effect";
       }
       // The same call captured into a graph and replayed.
-      cuda::DeviceBuffer out(static_cast<size_t>(M) * H * 2);
-      ws.poison(stream);
-      out.poison(stream);
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      cuda::fused_moe(layer, ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream);
-      MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      std::vector<uint16_t> bits(static_cast<size_t>(M) * H);
-      MOE_CUDA_CHECK(cudaMemcpy(bits.data(), out.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
-      size_t differ = 0;
-      for (size_t i = 0; i < bits.size(); ++i) differ += bf16_to_f32(bits[i]) == after[i] ? 0 : 1;
-      EXPECT_EQ(differ, 0u) << format_name(f) << " M=" << M << ": the graph replay gives other bits";
-      MOE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      MOE_CUDA_CHECK(cudaGraphDestroy(graph));
+      expect_graph_replays(
+          k, M, H, stream, after, 1,
+          std::string(format_name(f)) + " M=" + std::to_string(M) + " beside the routed experts");
       std::printf("[shared beside routed] %s M=%d: same bits directly and from a graph\n",
                   std::string(format_name(f)).c_str(), M);
     }
