@@ -17,14 +17,15 @@ std::atomic<long long> launches{0};
 template <L2WarmKind kKind>
 __global__ void l2_warm_kernel(L2WarmRows w) {
   constexpr size_t kUnit = kKind == L2WarmKind::Bulk ? kBulkPiece : kLine;
-  const size_t per_row = (w.row_bytes / 16 * 16 + kUnit - 1) / kUnit;
+  const size_t row_end = w.row_bytes / 16 * 16;  // bulk requests take whole 16-byte units
+  const size_t per_row = (row_end + kUnit - 1) / kUnit;
   const size_t total = per_row * static_cast<size_t>(w.rows);
   const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += threads) {
     const size_t row = i / per_row, off = (i % per_row) * kUnit;
     const auto* p = static_cast<const uint8_t*>(w.base) + row * w.pitch + off;
     if constexpr (kKind == L2WarmKind::Bulk) {
-      const size_t end = w.row_bytes / 16 * 16, n = end - off < kUnit ? end - off : kUnit;
+      const size_t n = row_end - off < kUnit ? row_end - off : kUnit;
       bulk_prefetch_l2(p, static_cast<uint32_t>(n));
     } else {
       asm volatile("prefetch.global.L2::evict_normal [%0];" ::"l"(p));
