@@ -8,12 +8,12 @@
 # token's x early against the pair-order staging, L2 requests ahead in stage 2 alone, and the timeline with
 # each; on an H200 also the first call's questions (path thresholds, ncu per kernel, L2 ahead in both).
 set -uo pipefail
-export END=${END:-560}
+export END=${END:-450}
 source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s33b-gpu.tar.xz /tmp/n
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 M=/tmp/n/bin/moe
-quick_gpu_check /tmp/n/bin 260
+quick_gpu_check /tmp/n/bin 250
 grep -E "^\[(one-token x|l2 ahead)\]" $R/gc/gpu-tests.log | head -20
 pack
 env_ab_rows $R/onetok.log MOE_SWAP_AB_ONE_TOKEN_X "0 1" $M --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b,deepseek-v3-tp8 \
