@@ -289,10 +289,13 @@ EnvSwitch shared_stream_switch("MOE_SHARED_STREAM");
 // -1: by hidden size (swap_ab_joint_wave); 0 never; 1 always.
 EnvCount joint_wave_setting("MOE_SWAP_AB_JOINT_WAVE", -1, -1, 1);
 EnvSwitch counter_waits_switch("MOE_COUNTER_WAITS", false);
-// 8 MB: what DRAM brings in a prologue's ~5 us of routing with room to spare, and a small part of L2 (on the
-// H100, DeepSeek-V3 full fp8 M=1: the first 25 % of its 29 MB measured 146.0 against 147.3 us, all of it
-// 149.6: past the prologue the requests compete with the routed experts' stream).
-EnvCount shared_warm_kb("MOE_SHARED_WARM_KB", 8192, 0, 1 << 20);
+// -1: by the joint wave (shared_expert_warm_kb_for). 8 MB: what DRAM brings in a prologue's ~5 us of routing
+// with room to spare, and a small part of L2 (on the H100, DeepSeek-V3 full fp8 M=1: the first 25 % of its
+// 29 MB measured 146.0 against 147.3 us, all of it 149.6: past the prologue the requests compete with the
+// routed experts' stream). With the joint wave (one wave for the routed and the shared launches) 16 MB led on
+// the same layer, two H100 leases: 147.96 against 149.31 us (session 32), 142.8 against 144.6 (session 33).
+EnvCount shared_warm_kb("MOE_SHARED_WARM_KB", -1, -1, 1 << 20);
+constexpr int kSharedWarmKb = 8192, kSharedWarmJointWaveKb = 16384;
 EnvCount shared_warm_kind("MOE_SHARED_WARM_KIND", 1, 1, 2);
 EnvCount shared_warm_blocks("MOE_SHARED_WARM_BLOCKS", 16, 1, 1024);
 EnvCount shared_warm_max_tokens("MOE_SHARED_WARM_MAX_M", 8, 1, 1 << 20);
@@ -300,10 +303,10 @@ EnvCount shared_warm_max_tokens("MOE_SHARED_WARM_MAX_M", 8, 1, 1 << 20);
 // The shared expert's weights requested into L2 on ws.warm_stream before the prologue (l2_warm.h): the
 // budget spread over its gate/up rows as the first bytes of each, the part its stage 1 reads first. A row's
 // bytes come from the uploaded buffer, the layout plan's [experts, 2P, row] shape.
-void warm_shared_expert(const DeviceProjection& p, MoeWorkspace& ws, cudaStream_t stream) {
+void warm_shared_expert(const DeviceProjection& p, int kb, MoeWorkspace& ws, cudaStream_t stream) {
   const int rows = 2 * p.view.inter;
   const size_t row = p.w13.bytes() / (static_cast<size_t>(p.view.num_experts) * static_cast<size_t>(rows));
-  const size_t budget = static_cast<size_t>(shared_warm_kb.get()) * 1024;
+  const size_t budget = static_cast<size_t>(kb) * 1024;
   const L2WarmRows warm{p.view.w13, rows, row, std::min(row, budget / static_cast<size_t>(rows))};
   l2_warm(warm, static_cast<L2WarmKind>(shared_warm_kind.get()), shared_warm_blocks.get(),
           ws.warm_stream.fork(stream));
@@ -312,6 +315,12 @@ void warm_shared_expert(const DeviceProjection& p, MoeWorkspace& ws, cudaStream_
 
 int shared_expert_warm_kb() {
   return shared_warm_kb.get();
+}
+
+int shared_expert_warm_kb_for(int hidden) {
+  const int setting = shared_warm_kb.get();
+  if (setting >= 0) return setting;
+  return swap_ab_joint_wave(hidden) ? kSharedWarmJointWaveKb : kSharedWarmKb;
 }
 
 void set_shared_expert_warm_kb(int kb) {
@@ -750,9 +759,10 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   }
   // The shared expert's first bytes into L2 while the prologue routes (not for the paths that return before
   // the stages below, nor while measuring: the stamps and timelines assume one stream).
+  const int warm_kb = shared_expert_warm_kb_for(layer.hidden());
   const bool warm = shared && !decode && !tail && !measuring && M <= shared_warm_max_tokens.get() &&
-                    shared_warm_kb.get() > 0 && ws.warm_stream.created();
-  if (warm) warm_shared_expert(*shared, ws, stream);
+                    warm_kb > 0 && ws.warm_stream.created();
+  if (warm) warm_shared_expert(*shared, warm_kb, ws, stream);
   if (self_routed) {
     if (router_launch) (*router_launch)(nullptr, nullptr);  // no prologue
   } else if (prologue_fits_one_block(M, K)) {

@@ -130,12 +130,15 @@ bool stage2_combine_by_default();
 // MOE_SHARED_STREAM=0 (read once); set_shared_expert_beside_routed overrides it (tests compare both ways).
 bool shared_expert_beside_routed();
 void set_shared_expert_beside_routed(bool on);
-// MOE_SHARED_WARM_KB=N (read once; default 8192, 0: off): calls of up to MOE_SHARED_WARM_MAX_M tokens
-// (default 8) whose experts run beside a shared expert first request N KB of its gate/up rows into L2 (the
-// first bytes of each row) from a side stream (l2_warm.h) while the prologue routes; MOE_SHARED_WARM_KIND
-// 1 (bulk requests) or 2 (lines), MOE_SHARED_WARM_BLOCKS (default 16).
+// MOE_SHARED_WARM_KB=N (read once; 0: off; by default -1: 16384 where the joint wave is on,
+// swap_ab_joint_wave, else 8192): calls of up to MOE_SHARED_WARM_MAX_M tokens (default 8) whose experts run
+// beside a shared expert first request N KB of its gate/up rows into L2 (the first bytes of each row) from a
+// side stream (l2_warm.h) while the prologue routes; MOE_SHARED_WARM_KIND 1 (bulk requests) or 2 (lines),
+// MOE_SHARED_WARM_BLOCKS (default 16). shared_expert_warm_kb() is the setting (-1 by default),
+// shared_expert_warm_kb_for(hidden) the KB a layer of that hidden size requests.
 int shared_expert_warm_kb();
 void set_shared_expert_warm_kb(int kb);
+int shared_expert_warm_kb_for(int hidden);
 // Whether the swap-AB launches of a call of a few tokens whose shared expert runs beside the routed experts
 // size their row tiles per block for one wave together (SwapAbInputs::beside_groups) instead of each for a
 // wave of its own. DeepSeek-V3 at M=1: stage 2's 224 routed blocks of 4 tiles and the shared expert's 112

@@ -146,6 +146,27 @@ TEST(SwapAbJointWave, ByDefaultOnlyForWideHidden) {
   set_swap_ab_joint_wave_setting(setting);
 }
 
+// The shared expert's L2 warm budget follows the joint wave by default (16 MB with it, 8 MB without, where
+// each measured faster on DeepSeek-V3 full), and a set budget (0: off) holds whatever the joint wave does.
+TEST(SharedExpertWarm, BudgetFollowsTheJointWaveByDefault) {
+  const int warm = shared_expert_warm_kb(), wave = swap_ab_joint_wave_setting();
+  set_shared_expert_warm_kb(-1);
+  set_swap_ab_joint_wave_setting(-1);
+  EXPECT_EQ(shared_expert_warm_kb_for(7168), 16384) << "DeepSeek-V3: the joint wave on";
+  EXPECT_EQ(shared_expert_warm_kb_for(2048), 8192) << "Qwen3-Next: the joint wave off";
+  set_swap_ab_joint_wave_setting(0);
+  EXPECT_EQ(shared_expert_warm_kb_for(7168), 8192);
+  set_swap_ab_joint_wave_setting(1);
+  EXPECT_EQ(shared_expert_warm_kb_for(2048), 16384);
+  for (const int kb : {0, 4096}) {
+    set_shared_expert_warm_kb(kb);
+    EXPECT_EQ(shared_expert_warm_kb_for(7168), kb);
+    EXPECT_EQ(shared_expert_warm_kb_for(2048), kb);
+  }
+  set_shared_expert_warm_kb(warm);
+  set_swap_ab_joint_wave_setting(wave);
+}
+
 // The swap-AB launches of a decode call whose shared expert runs beside its routed experts
 // (swap_ab_joint_wave): sized apart, DeepSeek-V3's stage 2 at M=1 asks for more blocks than an H200 holds at
 // once (132 SMs x 2), so part of the shared expert waits for a routed block to finish; sized together
