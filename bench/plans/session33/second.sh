@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, second call. Carry: .carry/s33b-gpu.tar.xz (main with x staged beside the expert's reads in a
+# Session 33, second call. Carry: s33c-gpu.tar.xz (main with the shared warm's 16 MB where the joint wave is on, x staged beside the expert's reads in a
 # one-token stage 1, MOE_SWAP_AB_ONE_TOKEN_X, on; L2 requests ahead per stage, MOE_SWAP_AB_L2_AHEAD_STAGES;
 # l2_warm's row end once; bin/moe-measuring: the same with the swap-AB timeline). The first call's H100
 # timeline (Qwen3-30B-A3B fp8 M=1): stage 1 waited 3.5 us, staged 7.2 (three round trips: the expert, the
@@ -10,7 +10,7 @@
 set -uo pipefail
 export END=${END:-450}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s33b-gpu.tar.xz /tmp/n
+unpack_carry .carry/s33c-gpu.tar.xz /tmp/n
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 M=/tmp/n/bin/moe
 quick_gpu_check /tmp/n/bin 250
@@ -20,6 +20,9 @@ env_ab_rows $R/onetok.log MOE_SWAP_AB_ONE_TOKEN_X "0 1" $M --shapes qwen3-30b-a3
   --formats fp8_block --M 1
 env_ab_rows $R/onetok.log MOE_SWAP_AB_ONE_TOKEN_X "0 1" $M --shapes deepseek-v3 --formats fp8_block --M 1 --copies 3
 pivot_rows $R/onetok.log
+env_ab_rows $R/warm.log MOE_SHARED_WARM_KB "8192 16384" $M --shapes deepseek-v3 --formats fp8_block --M 1,2,8 \
+  --copies 3
+pivot_rows $R/warm.log
 decode_ab $M $R/onetok-decode.log MOE_SWAP_AB_ONE_TOKEN_X 0 1 0 1
 pack
 export MOE_SWAP_AB_L2_AHEAD_STAGES=2
