@@ -532,8 +532,7 @@ TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps, in
-// both stages or, for 2 steps, in either alone: swap_ab_l2_ahead_stages) give
+// The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
 // the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
 // steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token
 // counts that take the one-column-tile kernels; and none of its requests faults. (Which steps it asks for,
@@ -542,37 +541,33 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const int ahead_default = cuda::swap_ab_l2_ahead(), stages_default = cuda::swap_ab_l2_ahead_stages();
-  each_decode_layer({NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
-                     NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}},
-                    [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
-                      const int H = static_cast<int>(shape.H);
-                      for (const int M : {1, 2, 5, 8}) {
-                        cuda::set_swap_ab_l2_ahead(0);
-                        const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-                        const auto non_finite = std::count_if(base.begin(), base.end(),
-                                                              [](float v) { return !std::isfinite(v); });
-                        EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
-                        for (const int ahead : {1, 2, 3, -2, -1}) {  // negative: 2 steps, stage -ahead alone
-                          cuda::set_swap_ab_l2_ahead(ahead > 0 ? ahead : 2);
-                          cuda::set_swap_ab_l2_ahead_stages(ahead > 0 ? 3 : -ahead);
-                          const long long blocks_before = cuda::swap_ab_blocks_launched();
-                          const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-                          EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
-                              << shape.name << " " << format_name(f) << " M=" << M
-                              << ": the swap-AB stages did not run";
-                          EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
-                              << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests "
-                              << ahead << " steps ahead changed the bits";
-                        }
-                        std::printf(
-                            "[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead, and 2 "
-                            "in either stage alone\n",
-                            shape.name, std::string(format_name(f)).c_str(), M);
-                      }
-                    });
+  const int ahead_default = cuda::swap_ab_l2_ahead();
+  each_decode_layer(
+      {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
+       NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 2, 5, 8}) {
+          cuda::set_swap_ab_l2_ahead(0);
+          const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          const auto non_finite =
+              std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
+          EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
+          for (const int ahead : {1, 2, 3}) {
+            cuda::set_swap_ab_l2_ahead(ahead);
+            const long long blocks_before = cuda::swap_ab_blocks_launched();
+            const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+            EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
+                << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
+            EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
+                << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
+                << " steps ahead changed the bits";
+          }
+          std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
+                      std::string(format_name(f)).c_str(), M);
+        }
+      });
   cuda::set_swap_ab_l2_ahead(ahead_default);
-  cuda::set_swap_ab_l2_ahead_stages(stages_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -649,43 +644,6 @@ TEST(FusedMoeGpuSwapAb, Fp8PairsEarlySameBits) {
     }
   }
   cuda::set_swap_ab_fp8_pairs_early(early_default);
-  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
-}
-
-// Stage 1 of a one-token call staging x's row beside its expert's reads (swap_ab_one_token_x) gives the bits
-// of the pair-order staging, with and without a shared expert (whose launch stages the same row), for bf16
-// (its routed experts stage by token: only the shared expert's launch takes the early row) and fp8, on a
-// wide K (H = 7168: several staging items a thread); and the swap-AB stages (forced) ran each time.
-TEST(FusedMoeGpuSwapAb, OneTokenXSameBits) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream;
-  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const bool one_token_default = cuda::swap_ab_one_token_x();
-  for (const NamedShape& shape : {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
-                                  NamedShape{"small", 64, 512, 256, 8, 0, false, false},
-                                  NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}})
-    for (const WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8Block}) {
-      constexpr int kM = 2;
-      GpuLayerCase k(spec_for(shape, f, kM), kM);
-      const int H = static_cast<int>(shape.H);
-      for (const int M : {1, 2}) {
-        const std::string at =
-            std::string(shape.name) + " " + std::string(format_name(f)) + " M=" + std::to_string(M);
-        cuda::set_swap_ab_one_token_x(false);
-        const std::vector<float> paired =
-            run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
-        cuda::set_swap_ab_one_token_x(true);
-        const long long blocks_before = cuda::swap_ab_blocks_launched();
-        const std::vector<float> early =
-            run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream, cuda::GemmPath::SwapAb);
-        EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before) << at << ": the swap-AB stages did not run";
-        EXPECT_EQ(std::count_if(early.begin(), early.end(), [](float v) { return !std::isfinite(v); }), 0)
-            << at;
-        EXPECT_EQ(0, std::memcmp(paired.data(), early.data(), paired.size() * 4)) << at << ": other bits";
-        std::printf("[one-token x] %s: the same bits\n", at.c_str());
-      }
-    }
-  cuda::set_swap_ab_one_token_x(one_token_default);
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

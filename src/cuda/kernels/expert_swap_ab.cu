@@ -98,10 +98,6 @@ struct SwapAbArgs {
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
   int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
-  // Stage 1 of a one-token call (swap_ab_one_token_x): every pair's token is 0, so x's row is staged right
-  // after the wait, in the round trip that reads the block's expert, without the grouping's pairs (compiled
-  // into the 8-token kernels only, a one-token call's pass: the wider ones' registers are at their limit).
-  bool one_token_x;
   bool pairs_early;  // fp8 stage 2: the first pass's pairs read before the wait (swap_ab_fp8_pairs_early)
   // Counter boundaries (SwapAbInputs::arrive / wait_on): null for the programmatic-launch wait.
   unsigned* arrive;
@@ -255,7 +251,6 @@ __device__ void stage_tokens(const SwapAbArgs& a, const int* sorted, bool from_b
   if (warp < 0) return;
   const auto source_row = [&](int t) {
     if (kByToken) return p0 + t;
-    if (kStage == 1 && kTokens == 8 && a.one_token_x) return 0;  // one token: pairs 0..K-1 are all token 0's
     const int pair = sorted[p0 + t];
     return kStage == 1 ? pair / a.g.pair_div : pair;
   };
@@ -413,10 +408,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       pair_begin = __ldcg(a.g.slot_begin + blockIdx.x);
       pair_end = __ldcg(a.g.slot_begin + blockIdx.x + 1);
     }
-    // One token: x's row 0 is every pair's row, requested beside the reads above instead of two round trips
-    // (the pairs, then the row) after them; the barrier before the first MMA is the pass loop's.
-    if (kStage == 1 && kNT == 1 && a.one_token_x)
-      stage_tokens<kFp8, kStage, kTokens>(a, nullptr, false, act, act_scale, 0, 1);
   }
   const bool known = expert >= 0 && expert < a.w.num_experts;
   // A stage-2 block with no expert leaves; if it is slot 0's, no expert is active and it writes the
@@ -620,9 +611,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     const int nt = min(kTokens, pair_end - p0);
     if (!by_token && !(p0 == first && first_staged)) {
       if (p0 != first) start_walk();
-      // (A one-token stage 1 staged its row before start_walk: its one pass only waits for the stores.)
-      if (!(kStage == 1 && kNT == 1 && a.one_token_x))
-        stage_tokens<kFp8, kStage, kTokens>(a, sorted, kStage == 2, act, act_scale, p0, nt);
+      stage_tokens<kFp8, kStage, kTokens>(a, sorted, kStage == 2, act, act_scale, p0, nt);
       __syncthreads();
     }
     if (p0 == first) stamp(a, kSwStaged);
@@ -842,8 +831,7 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
   k.h = a.h;
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
-  k.l2_ahead = swap_ab_l2_ahead_stages() & kStage ? swap_ab_l2_ahead() : 0;
-  k.one_token_x = kStage == 1 && in.tokens == 1 && swap_ab_one_token_x();
+  k.l2_ahead = swap_ab_l2_ahead();
   k.pairs_early = kStage == 2 && fp8 && swap_ab_fp8_pairs_early();
   k.arrive = in.arrive;
   k.wait_on = kStage == 2 ? in.wait_on : nullptr;
@@ -918,8 +906,6 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount combine_max_tokens("MOE_SWAP_AB_COMBINE", 1, 0, kByTokenMax);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
-EnvCount l2_ahead_stages_setting("MOE_SWAP_AB_L2_AHEAD_STAGES", 3, 1, 3);
-EnvSwitch one_token_x_switch("MOE_SWAP_AB_ONE_TOKEN_X", true);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
 // at 1-32 tokens (Qwen3-235B-A22B TP8 fp8 M=8 63.3 against 73.6 us, DeepSeek-V3 TP8 M=16 184.9 against
@@ -972,22 +958,6 @@ int swap_ab_l2_ahead() {
 
 void set_swap_ab_l2_ahead(int steps) {
   l2_ahead_setting.set(steps);
-}
-
-int swap_ab_l2_ahead_stages() {
-  return l2_ahead_stages_setting.get();
-}
-
-void set_swap_ab_l2_ahead_stages(int mask) {
-  l2_ahead_stages_setting.set(mask);
-}
-
-bool swap_ab_one_token_x() {
-  return one_token_x_switch.get();
-}
-
-void set_swap_ab_one_token_x(bool on) {
-  one_token_x_switch.set(on);
 }
 
 long long swap_ab_blocks_launched() {

@@ -75,17 +75,6 @@ int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 // set_swap_ab_l2_ahead overrides it. Never changes a dot product.
 int swap_ab_l2_ahead();
 void set_swap_ab_l2_ahead(int steps);
-// Which stages ask L2 ahead when swap_ab_l2_ahead() > 0: a bit per stage (1: stage 1, 2: stage 2, 3: both,
-// the default). MOE_SWAP_AB_L2_AHEAD_STAGES=2 asks only in stage 2, whose requests before its wait cover
-// the rest of a one-token call's walk (most of its steps are registers ahead of the wait already).
-int swap_ab_l2_ahead_stages();
-void set_swap_ab_l2_ahead_stages(int mask);
-
-// Whether stage 1 of a one-token call stages x's row in the round trip that reads its expert (every pair's
-// token is 0, so the grouping's pairs are not needed) instead of two round trips after it. On unless
-// MOE_SWAP_AB_ONE_TOKEN_X=0; never changes a bit.
-bool swap_ab_one_token_x();
-void set_swap_ab_one_token_x(bool on);
 
 // Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
 // h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
