@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cuda/bench.h"
 #include "cuda/boundary_latency.h"
+#include "cuda/read_in_flight.h"
 #include "model/cuda_bench.h"
 
 namespace moe::cli {
@@ -43,7 +44,7 @@ int cmd_bench(int argc, char** argv) {
          with_tp_options({"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8",
                           "model", "random-shape", "format", "layers", "batches", "context", "prefill",
                           "reps", "chain", "blocks"}),
-         {"boundaries"});
+         {"boundaries", "read-sweep"});
   // What one kernel-to-kernel dependency costs (cuda/boundary_latency.h), not a model or a layer.
   if (a.flag("boundaries")) {
     cuda::BoundaryBenchOptions b;
@@ -52,6 +53,9 @@ int cmd_bench(int argc, char** argv) {
     if (a.has("blocks")) b.blocks = int_list("blocks", a.str("blocks"), 1, 65535);
     return cuda::run_boundary_bench(b);
   }
+  // The card's read bandwidth by bytes in flight and row pitch (cuda/read_in_flight.h), not a model or a
+  // layer.
+  if (a.flag("read-sweep")) return cuda::run_read_in_flight_sweep();
   // The whole model (model/cuda_bench.h) rather than the MoE layer alone.
   if (a.has("model") || a.has("random-shape")) {
     model::ModelBenchOptions m;

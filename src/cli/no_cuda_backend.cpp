@@ -10,7 +10,12 @@ std::unique_ptr<MoeBackend> make_cuda_backend() {
 
 #include "cuda/bench.h"
 #include "cuda/boundary_latency.h"
+#include "cuda/read_in_flight.h"
 namespace moe::cuda {
+int run_read_in_flight_sweep() {
+  fail_input(
+      "moe bench --read-sweep: this build of moe has no CUDA backend (nvcc was not found at configure time)");
+}
 int run_boundary_bench(const BoundaryBenchOptions&) {
   fail_input(
       "moe bench --boundaries: this build of moe has no CUDA backend (nvcc was not found at configure time)");
