@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, third call. Carry: .carry/s33d-gpu.tar.xz (main: the one-token x staging and the per-stage L2
+# Session 33, third call. Carry: .carry/s33d-gpu.tar.xz (every test binary; main: the one-token x staging and the per-stage L2
 # requests taken out again, the shared warm's 16 MB where the joint wave is on, and `moe bench --read-sweep`:
 # the read bandwidth by bytes in flight per SM, for contiguous 4 KB steps and for the swap-AB stages' 32-row
 # steps at Qwen3-30B-A3B's and DeepSeek-V3's stage-1 row pitch). The sweep first (the question behind the
