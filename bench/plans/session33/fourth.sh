@@ -7,7 +7,7 @@
 # The same-bits GPU test, then the A/B (0 / 1 / 2 / 3) on the op and the decode step; on an H200 the read
 # sweep first.
 set -uo pipefail
-export END=${END:-230}
+export END=${END:-180}
 source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s33e-gpu.tar.xz /tmp/n
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
