@@ -532,8 +532,7 @@ TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps), or
-// for their blocks' whole weight rows by bulk requests (swap_ab_bulk_l2: either stage or both), give
+// The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
 // the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
 // steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token
 // counts that take the one-column-tile kernels; and none of its requests faults. (Which steps it asks for,
@@ -542,7 +541,7 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cudaStream_t stream;
   MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const int ahead_default = cuda::swap_ab_l2_ahead(), bulk_default = cuda::swap_ab_bulk_l2();
+  const int ahead_default = cuda::swap_ab_l2_ahead();
   each_decode_layer(
       {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
        NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}},
@@ -564,19 +563,8 @@ TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
                 << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
                 << " steps ahead changed the bits";
           }
-          cuda::set_swap_ab_l2_ahead(0);
-          for (const int bulk : {1, 2, 3}) {  // the blocks' whole rows by bulk requests, per stage
-            cuda::set_swap_ab_bulk_l2(bulk);
-            const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-            EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
-                << shape.name << " " << format_name(f) << " M=" << M << ": bulk L2 requests (stages " << bulk
-                << ") changed the bits";
-          }
-          cuda::set_swap_ab_bulk_l2(bulk_default);
-          std::printf(
-              "[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead, and with bulk "
-              "requests\n",
-              shape.name, std::string(format_name(f)).c_str(), M);
+          std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
+                      std::string(format_name(f)).c_str(), M);
         }
       });
   cuda::set_swap_ab_l2_ahead(ahead_default);

@@ -27,7 +27,6 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/activation.cuh"
 #include "cuda/kernels/block_route.cuh"
-#include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/kernel_timeline.cuh"
@@ -99,8 +98,6 @@ struct SwapAbArgs {
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
   int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
-  bool bulk_l2;      // swap_ab_bulk_l2(): the block's whole weight rows asked of L2 by bulk prefetches at its
-                     // start
   bool pairs_early;  // fp8 stage 2: the first pass's pairs read before the wait (swap_ab_fp8_pairs_early)
   // Counter boundaries (SwapAbInputs::arrive / wait_on): null for the programmatic-launch wait.
   unsigned* arrive;
@@ -524,24 +521,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       }
     }
   };
-  // With a.bulk_l2 the block also asks L2 for all of its weight rows at once (stage 1: its gate rows and its
-  // up rows, stage 2: its output rows, each a contiguous run of the expert's matrix), in bulk prefetches of
-  // up to 16 KB that hold no registers: the stream's bytes in flight are then the whole call's, not one step
-  // a warp, and the register loads find their steps in L2 as they arrive.
-  const auto request_block_rows = [&] {
-    constexpr size_t kPiece = 16 * 1024;
-    const int r0 = tile_begin * kTileRows, r1 = min(kStage == 1 ? P : H, tile_end * kTileRows);
-    for (int part = 0; part < (kStage == 1 ? 2 : 1) && r0 < r1; ++part) {
-      const size_t row = kStage == 1 ? static_cast<size_t>(expert) * 2 * P + part * P + r0
-                                     : static_cast<size_t>(expert) * H + r0;
-      const uint8_t* base = (kStage == 1 ? a.w.w13 : a.w.w2) + row * kbytes;
-      const size_t bytes = static_cast<size_t>(r1 - r0) * kbytes;
-      for (size_t off = threadIdx.x * kPiece; off < bytes; off += kThreads * kPiece)
-        bulk_prefetch_l2(base + off, static_cast<uint32_t>(min(kPiece, bytes - off)));
-    }
-  };
   if (known) start_walk();
-  if (known && a.bulk_l2) request_block_rows();
 
   // Stage 2 also reads its first pass's pairs before the wait (the grouping was complete before stage 1
   // started, unless stage 1 wrote it: self-routed), so after the wait h's rows are requested at once, in the
@@ -852,8 +832,6 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
   k.y = a.y;
   k.geo = geometry(a.w, kStage);
   k.l2_ahead = swap_ab_l2_ahead();
-  // Bulk requests need 16-byte multiples: every row a multiple of 16 bytes (so is each row's start).
-  k.bulk_l2 = (swap_ab_bulk_l2() & kStage) != 0 && k.geo.k_elems * k.geo.esz % 16 == 0;
   k.pairs_early = kStage == 2 && fp8 && swap_ab_fp8_pairs_early();
   k.arrive = in.arrive;
   k.wait_on = kStage == 2 ? in.wait_on : nullptr;
@@ -928,7 +906,6 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount combine_max_tokens("MOE_SWAP_AB_COMBINE", 1, 0, kByTokenMax);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
-EnvCount bulk_l2_setting("MOE_SWAP_AB_BULK_L2", 0, 0, 3);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
 // at 1-32 tokens (Qwen3-235B-A22B TP8 fp8 M=8 63.3 against 73.6 us, DeepSeek-V3 TP8 M=16 184.9 against
@@ -981,14 +958,6 @@ int swap_ab_l2_ahead() {
 
 void set_swap_ab_l2_ahead(int steps) {
   l2_ahead_setting.set(steps);
-}
-
-int swap_ab_bulk_l2() {
-  return bulk_l2_setting.get();
-}
-
-void set_swap_ab_bulk_l2(int stages) {
-  bulk_l2_setting.set(stages);
 }
 
 long long swap_ab_blocks_launched() {

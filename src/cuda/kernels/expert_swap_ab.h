@@ -76,14 +76,6 @@ int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 int swap_ab_l2_ahead();
 void set_swap_ab_l2_ahead(int steps);
 
-// Which stages' blocks ask L2 for all of their weight rows at their start, by bulk prefetches (contiguous
-// runs of up to 16 KB, no registers held), so the whole call's weight bytes are in flight at once instead
-// of one 4 KB step a warp: a bit per stage (1: stage 1, after its wait, once the block knows its expert;
-// 2: stage 2, before its wait; 3: both). MOE_SWAP_AB_BULK_L2 (0 by default: session 33, not yet measured).
-// Never changes a dot product.
-int swap_ab_bulk_l2();
-void set_swap_ab_bulk_l2(int stages);
-
 // Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
 // h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
 // check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). On unless
