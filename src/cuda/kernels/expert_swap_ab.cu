@@ -722,6 +722,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
                         // the next pass overwrites them)
     }
   }
+  stamp(a, kSwWritten);
   // Only the one-column-tile kernels (up to 8 tokens a pass) have the combine compiled in: in the 32-token
   // fp8 stage 2 it took registers its K loop then spilled (ptxas: 255 and 4 bytes against 242).
   if constexpr (kStage == 2 && kNT == 1) {

@@ -15,8 +15,8 @@ namespace moe::cuda {
 namespace {
 
 constexpr size_t kWords = 2 * kSwTimelineBlocks * kSwEvents;
-const char* const kNames[kSwEvents] = {"start",  "waited",     "routed", "grouped+x staged",
-                                       "staged", "first step", "end"};
+const char* const kNames[kSwEvents] = {"start",  "waited",     "routed",  "grouped+x staged",
+                                       "staged", "first step", "written", "end"};
 
 }  // namespace
 

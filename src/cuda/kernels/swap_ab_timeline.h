@@ -8,11 +8,12 @@ namespace moe::cuda {
 enum SwapAbEvent : int {
   kSwStart,
   kSwWaited,
-  kSwRouted,   // self-routed stage 1: warp 0's token routed
-  kSwGrouped,  // self-routed stage 1: the grouping done (x staged)
-  kSwStaged,   // the pass's tokens staged (not self-routed)
-  kSwFirstStep,
-  kSwEnd,
+  kSwRouted,     // self-routed stage 1: warp 0's token routed
+  kSwGrouped,    // self-routed stage 1: the grouping done (x staged)
+  kSwStaged,     // the pass's tokens staged (not self-routed)
+  kSwFirstStep,  // the first row tile's K steps done (its weights all arrived)
+  kSwWritten,    // every row tile's outputs stored (stage 2: before its one-token combine)
+  kSwEnd,        // stage 2: after the combine, where it does one
   kSwEvents
 };
 constexpr int kSwTimelineBlocks = 1024;
