@@ -1,10 +1,10 @@
 #include "cuda/read_bandwidth.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
+#include "cuda/event_timing.h"
 #include "cuda/kernels/weight_decode.cuh"
 
 namespace moe::cuda {
@@ -34,24 +34,13 @@ double measure_read_bandwidth() {
   MOE_CUDA_CHECK(cudaMemset(buf.get(), 1, bytes));
   int sms = 0;
   MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaEvent_t e0, e1;
-  MOE_CUDA_CHECK(cudaEventCreate(&e0));
-  MOE_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<double> rates;
-  for (int r = 0; r < 7; ++r) {
-    MOE_CUDA_CHECK(cudaEventRecord(e0));
+  const std::vector<double> ms = time_each_ms(nullptr, 7, [&] {
     read_kernel<<<sms * 8, 512>>>(buf.as<uint4>(), bytes / 16, sink.as<uint32_t>());
     MOE_CUDA_CHECK_LAUNCH();
-    MOE_CUDA_CHECK(cudaEventRecord(e1));
-    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (r > 0) rates.push_back(bytes / (ms * 1e-3));
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  });
+  std::vector<double> rates;  // bytes per second of each run after the first (a warm-up)
+  for (size_t r = 1; r < ms.size(); ++r) rates.push_back(bytes / (ms[r] * 1e-3));
+  return median(rates);
 }
 
 }  // namespace moe::cuda

@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
+#include "cuda/event_timing.h"
 #include "cuda/kernels/mma_sm80.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/read_bandwidth.h"
@@ -66,25 +67,15 @@ InFlightRow time_one(const DeviceBuffer& buf, DeviceBuffer& sink, int row_bytes,
   int resident = 0;
   MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, smem));
   const int per_sm = std::min(blocks_per_sm, resident);
-  cudaEvent_t e0, e1;
-  MOE_CUDA_CHECK(cudaEventCreate(&e0));
-  MOE_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<double> rates;
-  for (int r = 0; r < 6; ++r) {
-    MOE_CUDA_CHECK(cudaEventRecord(e0));
+  const std::vector<double> ms = time_each_ms(nullptr, 6, [&] {
     kernel<<<sms * per_sm, kThreads, smem>>>(buf.as<uint8_t>(), tiles, row_bytes, sink.as<uint32_t>());
     MOE_CUDA_CHECK_LAUNCH();
-    MOE_CUDA_CHECK(cudaEventRecord(e1));
-    MOE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    MOE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (r > 0) rates.push_back(static_cast<double>(tiles) * kRowsPerTile * row_bytes / (ms * 1e-3) / 1e9);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(rates.begin(), rates.end());
+  });
+  std::vector<double> rates;  // GB/s of each run after the first (a warm-up)
+  for (size_t r = 1; r < ms.size(); ++r)
+    rates.push_back(static_cast<double>(tiles) * kRowsPerTile * row_bytes / (ms[r] * 1e-3) / 1e9);
   const double kb = per_sm * (kThreads / 32) * kSteps * kStepBytes / 1024.0;
-  return InFlightRow{row_bytes, per_sm, kSteps, kb, rates[rates.size() / 2]};
+  return InFlightRow{row_bytes, per_sm, kSteps, kb, kb * sms / 1024.0, median(rates)};
 }
 
 }  // namespace
@@ -109,14 +100,12 @@ std::vector<InFlightRow> sweep_read_in_flight(const std::vector<int>& row_bytes)
 int run_read_in_flight_sweep() {
   const double full = measure_read_bandwidth() / 1e9;
   const std::vector<InFlightRow> rows = sweep_read_in_flight({128, 2048, 7168});
-  int sms = 0;
-  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("# read bandwidth by bytes in flight (measure_read_bandwidth: %.0f GB/s)\n", full);
   std::printf("%9s %7s %10s %10s %10s %8s %6s\n", "row_bytes", "blk/SM", "warp_steps", "KB/SM", "MB_total",
               "GB/s", "%full");
   for (const InFlightRow& r : rows)
     std::printf("%9d %7d %10d %10.0f %10.1f %8.0f %6.1f\n", r.row_bytes, r.blocks_per_sm, r.warp_steps,
-                r.kb_per_sm, r.kb_per_sm * sms / 1024.0, r.gb_per_s, 100.0 * r.gb_per_s / full);
+                r.kb_per_sm, r.mb_total, r.gb_per_s, 100.0 * r.gb_per_s / full);
   return 0;
 }
 

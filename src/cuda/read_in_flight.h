@@ -12,6 +12,7 @@ struct InFlightRow {
   int blocks_per_sm;  // 256-thread blocks per SM (at most what occupancy allows)
   int warp_steps;     // 4 KB steps each warp has in flight at once (cp.async into shared memory)
   double kb_per_sm;   // blocks_per_sm x 8 warps x warp_steps x 4 KB
+  double mb_total;    // kb_per_sm over every SM
   double gb_per_s;
 };
 
@@ -19,7 +20,7 @@ struct InFlightRow {
 // buffer many times the L2. Prints progress to stderr.
 std::vector<InFlightRow> sweep_read_in_flight(const std::vector<int>& row_bytes);
 
-// The sweep's table on stdout, each rate beside `full_gb_per_s` (measure_read_bandwidth): returns 0.
+// The sweep's table on stdout, each rate also as a share of measure_read_bandwidth's: returns 0.
 int run_read_in_flight_sweep();
 
 }  // namespace moe::cuda
