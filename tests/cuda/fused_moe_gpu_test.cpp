@@ -532,60 +532,43 @@ TEST(FusedMoeGpuShared, WarmingItsWeightsKeepsTheBits) {
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// A swap-AB switch that must never change a dot product: with each of `values` set (`set`), every decode
-// token count that takes the one-column-tile kernels gives the bits it gives at 0, finite, and the swap-AB
-// stages ran; `restore` is the setting to leave. Shapes: a small layer with a shared expert and a wide one (H
-// = 7168: 56 fp8 K steps, several per warp per row tile, so a walk crosses K steps and tiles), plus `more`.
-void expect_same_bits_with(const char* what, const std::function<void(int)>& set,
-                           std::initializer_list<int> values, int restore,
-                           std::initializer_list<NamedShape> more = {}) {
-  cudaStream_t stream;
-  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<NamedShape> shapes = {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
-                                    NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}};
-  shapes.insert(shapes.end(), more.begin(), more.end());
-  for (const NamedShape& one : shapes)
-    each_decode_layer({one}, [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
-      const int H = static_cast<int>(shape.H);
-      for (const int M : {1, 2, 5, 8}) {
-        set(0);
-        const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-        const auto non_finite =
-            std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
-        EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
-        for (const int v : values) {
-          set(v);
-          const long long blocks_before = cuda::swap_ab_blocks_launched();
-          const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
-          EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
-              << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
-          EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
-              << shape.name << " " << format_name(f) << " M=" << M << ": " << what << " " << v
-              << " changed the bits";
-        }
-        std::printf("[%s] %s %s M=%d: the same bits at every setting\n", what, shape.name,
-                    std::string(format_name(f)).c_str(), M);
-      }
-    });
-  set(restore);
-  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
-}
-
 // The swap-AB stages asking L2 for weight steps past the ones they load (swap_ab_l2_ahead: 1 to 3 steps) give
-// the bits they give without it, and none of its requests faults. (Which steps it asks for, and when, is
-// checked on the CPU: grouped_gemm_plan_test's SwapAbL2Ahead.)
+// the bits they give without it, on a small layer with a shared expert and a wide one (H = 7168: 56 fp8 K
+// steps, several per warp per row tile, so the requests walk across K steps and tiles), at the decode token
+// counts that take the one-column-tile kernels; and none of its requests faults. (Which steps it asks for,
+// and when, is checked on the CPU: grouped_gemm_plan_test's SwapAbL2Ahead.)
 TEST(FusedMoeGpuSwapAb, L2AheadSameBits) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_same_bits_with("l2 ahead", cuda::set_swap_ab_l2_ahead, {1, 2, 3}, cuda::swap_ab_l2_ahead());
-}
-
-// Stage 2 copying its warps' next steps into shared memory before its wait (swap_ab_early_steps: 1 or 2)
-// gives the bits it gives without them: also on Qwen3-30B-A3B (6 stage-2 K steps over 4 K warps: two warps
-// have a second step) and a long intermediate (16 K steps: the copies are the walk's next steps of one tile).
-TEST(FusedMoeGpuSwapAb, EarlyStepsSameBits) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_same_bits_with("early steps", cuda::set_swap_ab_early_steps, {1, 2}, cuda::swap_ab_early_steps(),
-                        {kShapes[0], NamedShape{"long-inter", 16, 1024, 2048, 4, 0, false, false}});
+  cudaStream_t stream;
+  MOE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int ahead_default = cuda::swap_ab_l2_ahead();
+  each_decode_layer(
+      {NamedShape{"small-shared", 64, 512, 256, 8, 256, true, false},
+       NamedShape{"wide-k", 16, 7168, 256, 4, 256, false, false}},
+      [&](const NamedShape& shape, WeightFormat f, GpuLayerCase& k) {
+        const int H = static_cast<int>(shape.H);
+        for (const int M : {1, 2, 5, 8}) {
+          cuda::set_swap_ab_l2_ahead(0);
+          const std::vector<float> base = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+          const auto non_finite =
+              std::count_if(base.begin(), base.end(), [](float v) { return !std::isfinite(v); });
+          EXPECT_EQ(non_finite, 0) << shape.name << " " << format_name(f) << " M=" << M;
+          for (const int ahead : {1, 2, 3}) {
+            cuda::set_swap_ab_l2_ahead(ahead);
+            const long long blocks_before = cuda::swap_ab_blocks_launched();
+            const std::vector<float> got = run_gpu(k.layer, k.ws, k.x, k.logits, M, H, stream);
+            EXPECT_GT(cuda::swap_ab_blocks_launched(), blocks_before)
+                << shape.name << " " << format_name(f) << " M=" << M << ": the swap-AB stages did not run";
+            EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * 4))
+                << shape.name << " " << format_name(f) << " M=" << M << ": L2 requests " << ahead
+                << " steps ahead changed the bits";
+          }
+          std::printf("[l2 ahead] %s %s M=%d: the same bits with 1, 2 and 3 steps asked ahead\n", shape.name,
+                      std::string(format_name(f)).c_str(), M);
+        }
+      });
+  cuda::set_swap_ab_l2_ahead(ahead_default);
+  MOE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // The balanced K warps (swap_ab_balanced_k: 2 or 1 K warps where 4 would leave some a step more than others),

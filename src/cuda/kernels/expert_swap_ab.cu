@@ -55,13 +55,6 @@ constexpr int kRowPad = 64;
 constexpr size_t kMaxSmem = 200 * 1024;  // of the 227 KB a block may have
 // Stage 1 of calls of up to this many tokens stages them by token (one 8-column pass).
 constexpr int kByTokenMax = 8;
-// A warp's early step in shared memory (stage 2, swap_ab_early_steps): each lane's 8 16-byte pieces (the
-// register Step's [tile][span][half], [piece][lane] so a lane reads back only what it copied, conflict-free),
-// then each lane's copy of the two tiles' scales.
-constexpr int kEarlyPieces = 8;
-constexpr int kEarlyScaleOffset = kEarlyPieces * 32 * 16;
-constexpr int kEarlyStepBytes = kEarlyScaleOffset + 2 * 32 * 4;
-constexpr int kEarlyMaxSteps = 2;
 
 // Rows of one row group's part of a row tile: 16 h columns (stage 1: their gate and up rows) or 32 output
 // rows (stage 2); a row tile is this times the row groups (kWarps / K groups). Kernel and launcher share it.
@@ -105,10 +98,6 @@ struct SwapAbArgs {
   RouteOutputs route_out;
   unsigned long long* timeline;  // MOE_SWAP_AB_TIMELINE: this stage's [kSwTimelineBlocks][kSwEvents], or null
   int l2_ahead;                  // swap_ab_l2_ahead(): steps asked of L2 past the register load (0: none)
-  // Stage 2 of a decode call (one column tile): swap_ab_early_steps() steps of each warp's walk after its
-  // first, copied into shared memory at early_offset before the wait (0: none).
-  int early_steps;
-  int early_offset;
   bool pairs_early;  // fp8 stage 2: the first pass's pairs read before the wait (swap_ab_fp8_pairs_early)
   // Counter boundaries (SwapAbInputs::arrive / wait_on): null for the programmatic-launch wait.
   unsigned* arrive;
@@ -487,70 +476,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
   };
 
-  // Where lane (gid, tig)'s 16 bytes of piece [tile i][span sp][half hh] of K step b of tile `tile` come
-  // from, and whether they exist (past the rows or the K range: zeros, nothing read): load_step's addresses,
-  // for the early copies (load_step keeps its own form: written through these, ptxas allocated every
-  // kernel's registers differently, and the 16-token fp8 stage 2 spilled twice the bytes).
-  const auto piece_src = [&](int tile, int b, int i, int hh, int sp, bool& ok) {
-    const int out0 = warp_out0(tile);
-    const int r = out0 + 16 * i + gid + 8 * hh;
-    const bool row_ok = r < H;
-    const uint8_t* row = a.w.w2 + (static_cast<size_t>(expert) * H + (row_ok ? r : 0)) * kbytes;
-    const int off = b * kStepBytes - phase_bytes + sp * 64 + tig * 16;
-    ok = tile < tile_end && b < geo.steps && row_ok && off >= 0 && off < kbytes;
-    return row + off;
-  };
-  const auto scale_src = [&](int tile, int i, int b) {
-    const float* base = static_cast<const float*>(a.w.w2_scale);
-    return base + (static_cast<size_t>(expert) * hb + min(warp_out0(tile) + 16 * i, H - 1) / 128) * SB + b;
-  };
-  // Stage 2 of a decode call: the warp's steps after its first, a.early_steps of them, copied into shared
-  // memory before the wait (cp.async: no registers held), so the whole of a short walk is requested while
-  // stage 1 still runs instead of one step before the wait and the next after h is staged. The loop then
-  // reads them back into `ahead` in walk order: the same bytes, so the same MMAs and bits.
-  constexpr bool kEarly = kStage == 2 && kNT == 1;
-  uint8_t* early = smem + a.early_offset + static_cast<size_t>(warp) * a.early_steps * kEarlyStepBytes;
-  int early_copied = 0, early_left = 0;  // early steps copied, and not yet read back (a walk's live steps
-                                         // come first, so the copied ones are its next)
-  const auto copy_early = [&] {
-    WeightStep at{tile_begin, wk};
-    for (int j = 0; j < a.early_steps; ++j) {
-      at = next_weight_step(at, kKGroups, geo.steps, wk);
-      if (at.tile >= tile_end || at.b >= geo.steps) break;  // a warp with no step in a tile has none at all
-      uint8_t* dst = early + j * kEarlyStepBytes;
-#pragma unroll
-      for (int i = 0; i < kTiles; ++i) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-          for (int sp = 0; sp < 2; ++sp) {
-            bool ok;
-            const uint8_t* src = piece_src(at.tile, at.b, i, hh, sp, ok);
-            cp_async16<true>(smem_addr(dst + ((i * 2 + sp) * 2 + hh) * 512 + lane * 16), src, ok);
-          }
-        if (kFp8)
-          cp_async4(smem_addr(dst + kEarlyScaleOffset + (i * 32 + lane) * 4), scale_src(at.tile, i, at.b),
-                    true);
-      }
-      ++early_copied;
-    }
-    early_left = early_copied;
-    cp_async_commit();
-  };
-  const auto read_early = [&](Step<kFp8>& st, int j) {
-    cp_async_wait<0>();  // this thread's own copies: each lane reads back only the bytes it copied
-    const uint8_t* src = early + j * kEarlyStepBytes;
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-        for (int sp = 0; sp < 2; ++sp)
-          st.v[i][sp][hh] = *reinterpret_cast<const uint4*>(src + ((i * 2 + sp) * 2 + hh) * 512 + lane * 16);
-      if (kFp8) st.s[i] = *reinterpret_cast<const float*>(src + kEarlyScaleOffset + (i * 32 + lane) * 4);
-    }
-  };
-
   // One K step of weights in flight ahead of the MMAs (4 KB per warp): with two blocks per SM that is 64 KB
   // per SM, and a one-token call's stage 1 (192 blocks for Qwen3-30B-A3B) fits in one wave; two steps took
   // ~170 registers, one block per SM.
@@ -597,7 +522,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
   };
   if (known) start_walk();
-  if (kEarly && known && a.early_steps > 0) copy_early();
 
   // Stage 2 also reads its first pass's pairs before the wait (the grouping was complete before stage 1
   // started, unless stage 1 wrote it: self-routed), so after the wait h's rows are requested at once, in the
@@ -663,7 +587,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
     }
     first_staged = __syncthreads_and(same);
     if (now < 0) {
-      if (kEarly) cp_async_wait<0>();  // no copy may land in shared memory a later block is given
       leave();
       return;
     }
@@ -671,9 +594,8 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
       pair_begin = guess_begin;
       pair_end = guess_end;
     } else {
-      if (now != expert) {  // (never seen: see above; no L2 requests ahead or early steps for it)
+      if (now != expert) {  // (never seen: see above; no L2 requests ahead for it)
         expert = now;
-        early_left = 0;
         load_step(ahead, tile_begin, wk);
       }
       pair_begin = __ldcg(a.g.offsets + expert);
@@ -688,10 +610,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
   for (int p0 = first; p0 < pair_end; p0 += static_cast<int>(gridDim.z) * kTokens) {
     const int nt = min(kTokens, pair_end - p0);
     if (!by_token && !(p0 == first && first_staged)) {
-      if (p0 != first) {
-        early_left = 0;
-        start_walk();
-      }
+      if (p0 != first) start_walk();
       stage_tokens<kFp8, kStage, kTokens>(a, sorted, kStage == 2, act, act_scale, p0, nt);
       __syncthreads();
     }
@@ -705,12 +624,7 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
         const Step<kFp8> cur = ahead;
         // The next step, or the next tile's first: it streams during this tile's last step and epilogue.
         const bool last = b + kKGroups >= geo.steps;
-        if (kEarly && early_left > 0) {
-          read_early(ahead, early_copied - early_left);
-          --early_left;
-        } else {
-          load_step(ahead, last ? tile + 1 : tile, last ? wk : b + kKGroups);
-        }
+        load_step(ahead, last ? tile + 1 : tile, last ? wk : b + kKGroups);
 
         float part[kTiles][kNT][4];
         zero(part);
@@ -808,9 +722,6 @@ __global__ void __launch_bounds__(kThreads, blocks_per_sm(kNT)) swap_ab_kernel(S
                         // the next pass overwrites them)
     }
   }
-  // A walk's copied steps are all read back in its first pass, unless the block had no pass: its copies must
-  // land before it leaves, not in shared memory a later block is given.
-  if (kEarly && early_left > 0) cp_async_wait<0>();
   stamp(a, kSwWritten);
   // Only the one-column-tile kernels (up to 8 tokens a pass) have the combine compiled in: in the 32-token
   // fp8 stage 2 it took registers its K loop then spilled (ptxas: 255 and 4 bytes against 242).
@@ -893,13 +804,7 @@ int launch(SwapAbArgs k, int groups, int passes, int beside_groups, cudaStream_t
   const dim3 grid(static_cast<unsigned>(groups),
                   static_cast<unsigned>((tiles + k.tiles_per_block - 1) / k.tiles_per_block),
                   static_cast<unsigned>(passes));
-  size_t smem = smem_bytes(k.geo, kFp8, kNT);
-  k.early_steps = 0;
-  if (kStage == 2 && kNT == 1) {
-    k.early_offset = static_cast<int>(smem);
-    k.early_steps = std::min(swap_ab_early_steps(), kEarlyMaxSteps);
-    smem += static_cast<size_t>(kWarps) * k.early_steps * kEarlyStepBytes;
-  }
+  const size_t smem = smem_bytes(k.geo, kFp8, kNT);
   auto kernel = swap_ab_kernel<kFp8, kStage, kNT, kKGroups>;
   MOE_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -1002,7 +907,6 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount combine_max_tokens("MOE_SWAP_AB_COMBINE", 1, 0, kByTokenMax);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
-EnvCount early_steps_setting("MOE_SWAP_AB_EARLY_STEPS", 0, 0, kEarlyMaxSteps);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
 // at 1-32 tokens (Qwen3-235B-A22B TP8 fp8 M=8 63.3 against 73.6 us, DeepSeek-V3 TP8 M=16 184.9 against
@@ -1055,14 +959,6 @@ int swap_ab_l2_ahead() {
 
 void set_swap_ab_l2_ahead(int steps) {
   l2_ahead_setting.set(steps);
-}
-
-int swap_ab_early_steps() {
-  return early_steps_setting.get();
-}
-
-void set_swap_ab_early_steps(int steps) {
-  early_steps_setting.set(steps);
 }
 
 long long swap_ab_blocks_launched() {

@@ -76,14 +76,6 @@ int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 int swap_ab_l2_ahead();
 void set_swap_ab_l2_ahead(int steps);
 
-// Steps of each stage-2 warp's walk after its first (0-2) that a decode call's stage 2 (one column tile: up
-// to 8 tokens a pass) copies into shared memory before its wait, beside the first step it loads into
-// registers then, so a short walk (Qwen3-30B-A3B's: 6 K steps over 4 K warps) is all requested while stage 1
-// runs rather than its last step after h is staged. MOE_SWAP_AB_EARLY_STEPS=N (session 34; off until
-// measured); set_swap_ab_early_steps overrides it. Never changes a dot product.
-int swap_ab_early_steps();
-void set_swap_ab_early_steps(int steps);
-
 // Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
 // h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
 // check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). On unless

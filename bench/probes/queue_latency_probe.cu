@@ -1,0 +1,244 @@
+// Probe: does an SM's own weight stream delay its latency-critical loads, and does it matter how the stream
+// is requested? One block per SM: warps 1-7 stream a large buffer (evict-first in L2) with a set number of
+// bytes in flight per SM, by register loads (ld.global.nc, like the swap-AB stages' weight steps), by
+// cp.async into a shared-memory ring, or by 1-D bulk copies (TMA) into one; warp 0's lane 0 meanwhile walks a
+// dependent chain of L2 hits (ld.global.cg over a small table every SM reads, like the h rows, x rows and
+// pair lists the stages stage after their wait) and times it. Prints, per mode and bytes in flight per SM,
+// the stream's GB/s and the median over SMs of one chained L2 hit's latency. Not part of the engine: a
+// measurement for docs/performance.md (session 34). Build and run on the GPU machine (or carry the binary):
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o queue_latency_probe
+//     bench/probes/queue_latency_probe.cu   (one line), then ./queue_latency_probe
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e = (x);                                                                  \
+    if (e != cudaSuccess) {                                                               \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
+      return 1;                                                                           \
+    }                                                                                     \
+  } while (0)
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kStreamWarps = 7;
+constexpr int kStepBytes = 4096;  // a warp's step: 32 lanes x 8 x 16 bytes, as a swap-AB weight step
+constexpr int kChainLoads = 96;
+constexpr int kChainEntries = 2048;  // 8 KB of ints, one per 128-byte line apart below
+enum Mode { kNone = 0, kRegisters = 1, kCpAsync = 2, kBulk = 3 };
+
+__device__ __forceinline__ uint32_t saddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ uint64_t evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint4 ld_stream(const void* p, uint64_t pol) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(pol));
+  return v;
+}
+__device__ __forceinline__ void cp16(void* dst, const void* src, uint64_t pol) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(saddr(dst)), "l"(src),
+               "l"(pol)
+               : "memory");
+}
+__device__ __forceinline__ void bar_init(uint64_t* b) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(saddr(b)) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nw_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra w_%=;\n}\n" ::
+          "r"(saddr(b)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk(void* dst, const void* src, uint32_t bytes, uint64_t* b, uint64_t pol) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, "
+      "[%3], "
+      "%4;" ::"r"(saddr(dst)),
+      "l"(src), "r"(bytes), "r"(saddr(b)), "l"(pol)
+      : "memory");
+}
+
+__device__ __forceinline__ void wait_pending(int n) {
+  switch (n) {
+    case 0:
+      asm volatile("cp.async.wait_group 0;" ::: "memory");
+      break;
+    case 1:
+      asm volatile("cp.async.wait_group 1;" ::: "memory");
+      break;
+    case 3:
+      asm volatile("cp.async.wait_group 3;" ::: "memory");
+      break;
+    default:
+      asm volatile("cp.async.wait_group 5;" ::: "memory");
+      break;
+  }
+}
+
+// depth: steps in flight per stream warp (4 KB each).
+__global__ void __launch_bounds__(kThreads, 1)
+    probe(const uint8_t* __restrict__ buf, size_t per_sm, const int* __restrict__ chain, int mode, int depth,
+          float* latency_ns, unsigned long long* sink) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ uint64_t bars[kStreamWarps][8];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint8_t* mine = buf + blockIdx.x * per_sm;
+  if (warp == 0) {
+    if (lane == 0) {
+      const uint64_t t0 = now_ns();
+      while (now_ns() - t0 < 20000) {
+      }  // 20 us: the streams are in their steady state
+      int idx = blockIdx.x % kChainEntries;
+      const uint64_t a = now_ns();
+      for (int i = 0; i < kChainLoads; ++i) idx = __ldcg(chain + idx * 32);
+      const uint64_t b = now_ns();
+      latency_ns[blockIdx.x] = static_cast<float>(b - a) / kChainLoads;
+      sink[blockIdx.x * 2 + 1] = idx;
+    }
+    return;
+  }
+  const int sw = warp - 1;
+  const size_t per_warp = per_sm / kStreamWarps / kStepBytes * kStepBytes;
+  const uint8_t* src = mine + sw * per_warp;
+  const int steps = static_cast<int>(per_warp / kStepBytes);
+  const uint64_t pol = evict_first();
+  unsigned acc = 0;
+  if (mode == kRegisters) {
+    // One step ahead, as the swap-AB stages: step s + 1 requested before step s is used.
+    uint4 cur[8], nxt[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) cur[j] = ld_stream(src + (j * 32 + lane) * 16, pol);
+    for (int s = 0; s < steps; ++s) {
+      const uint8_t* n = src + static_cast<size_t>(min(s + 1, steps - 1)) * kStepBytes;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) nxt[j] = ld_stream(n + (j * 32 + lane) * 16, pol);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc ^= cur[j].x ^ cur[j].w;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) cur[j] = nxt[j];
+    }
+    acc ^= cur[0].y;
+  } else if (mode == kCpAsync) {
+    uint8_t* ring = smem + sw * depth * kStepBytes;
+    for (int s = 0; s < steps; ++s) {
+      uint8_t* slot = ring + (s % depth) * kStepBytes;  // free: see the wait below
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        cp16(slot + (j * 32 + lane) * 16, src + static_cast<size_t>(s) * kStepBytes + (j * 32 + lane) * 16,
+             pol);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+      // At most depth - 1 groups left pending: the next step's slot (used depth steps ago) is free.
+      wait_pending(depth - 1);
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    acc ^= ring[lane];
+  } else if (mode == kBulk) {
+    uint8_t* ring = smem + sw * depth * kStepBytes;
+    if (lane == 0) {
+      for (int d = 0; d < depth; ++d) bar_init(&bars[sw][d]);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      for (int s = 0; s < steps; ++s) {
+        const int d = s % depth;
+        if (s >= depth) bar_wait(&bars[sw][d], ((s / depth) - 1) & 1);
+        bulk(ring + d * kStepBytes, src + static_cast<size_t>(s) * kStepBytes, kStepBytes, &bars[sw][d], pol);
+      }
+      for (int s = max(0, steps - depth); s < steps; ++s) bar_wait(&bars[sw][s % depth], (s / depth) & 1);
+      acc ^= ring[0];
+    }
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x * 2] = acc;  // keeps the loads
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const size_t per_sm = (size_t{2} << 30) / sms / (kStreamWarps * kStepBytes) * (kStreamWarps * kStepBytes);
+  uint8_t* buf = nullptr;
+  int* chain = nullptr;
+  float* lat = nullptr;
+  unsigned long long* sink = nullptr;
+  CHECK(cudaMalloc(&buf, per_sm * sms));
+  CHECK(cudaMemset(buf, 1, per_sm * sms));
+  // A random cycle over kChainEntries entries, each on its own 128-byte line (entry i at int 32 * i).
+  std::vector<int> order(kChainEntries), table(kChainEntries * 32, 0);
+  for (int i = 0; i < kChainEntries; ++i) order[i] = i;
+  uint32_t r = 12345;
+  for (int i = kChainEntries - 1; i > 0; --i) {
+    r = r * 1664525u + 1013904223u;
+    std::swap(order[i], order[r % (i + 1)]);
+  }
+  for (int i = 0; i < kChainEntries; ++i) table[order[i] * 32] = order[(i + 1) % kChainEntries];
+  CHECK(cudaMalloc(&chain, table.size() * 4));
+  CHECK(cudaMemcpy(chain, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMalloc(&lat, sms * 4));
+  CHECK(cudaMalloc(&sink, sms * 16));
+  CHECK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  std::printf("queue latency probe: %s, %d SMs, %zu MB streamed per run; one block per SM, 7 stream warps\n",
+              prop.name, sms, per_sm * sms >> 20);
+  std::printf("%-10s %6s %12s %9s %16s %16s\n", "mode", "depth", "KB/SM", "GB/s", "L2 hit ns (med)",
+              "L2 hit ns (max)");
+  struct Config {
+    int mode, depth;
+    const char* name;
+  };
+  const Config configs[] = {{kNone, 1, "none"},        {kRegisters, 1, "registers"},
+                            {kCpAsync, 1, "cp.async"}, {kCpAsync, 2, "cp.async"},
+                            {kCpAsync, 4, "cp.async"}, {kCpAsync, 6, "cp.async"},
+                            {kBulk, 1, "bulk"},        {kBulk, 2, "bulk"},
+                            {kBulk, 4, "bulk"},        {kBulk, 6, "bulk"}};
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  for (const Config& c : configs) {
+    const size_t smem =
+        c.mode == kCpAsync || c.mode == kBulk ? size_t{kStreamWarps} * c.depth * kStepBytes : 0;
+    std::vector<float> runs_ms;
+    std::vector<float> lats;
+    for (int run = 0; run < 4; ++run) {
+      CHECK(cudaEventRecord(e0));
+      probe<<<sms, kThreads, smem>>>(buf, per_sm, chain, c.mode, c.depth, lat, sink);
+      CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventSynchronize(e1));
+      CHECK(cudaGetLastError());
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (run == 0) continue;  // warm-up
+      runs_ms.push_back(ms);
+      std::vector<float> l(sms);
+      CHECK(cudaMemcpy(l.data(), lat, sms * 4, cudaMemcpyDeviceToHost));
+      lats.insert(lats.end(), l.begin(), l.end());
+    }
+    std::sort(runs_ms.begin(), runs_ms.end());
+    std::sort(lats.begin(), lats.end());
+    const double gbs = c.mode == kNone ? 0.0 : per_sm * sms / (runs_ms[runs_ms.size() / 2] * 1e-3) / 1e9;
+    std::printf("%-10s %6d %12d %9.0f %16.0f %16.0f\n", c.name, c.depth,
+                c.mode == kNone ? 0 : kStreamWarps * c.depth * kStepBytes / 1024, gbs, lats[lats.size() / 2],
+                lats.back());
+  }
+  return 0;
+}
