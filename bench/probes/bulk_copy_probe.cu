@@ -8,46 +8,24 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                    \
-  do {                                                                              \
-    cudaError_t e = (x);                                                            \
-    if (e != cudaSuccess) {                                                         \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
+#include "probe_common.cuh"
 
-__device__ __forceinline__ uint32_t saddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void bar_init(uint64_t* b, uint32_t n) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(saddr(b)), "r"(n) : "memory");
-}
 __device__ __forceinline__ void bar_arrive(uint64_t* b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(saddr(b)) : "memory");
 }
-__device__ __forceinline__ void bar_expect(uint64_t* b, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nw_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra w_%=;\n}\n" ::"r"(
-          saddr(b)),
-      "r"(parity)
-      : "memory");
-}
 __device__ __forceinline__ void bulk(void* dst, const void* src, uint32_t bytes, uint64_t* b) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   saddr(dst)),
-               "l"(src), "r"(bytes), "r"(saddr(b))
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          saddr(dst)),
+      "l"(src), "r"(bytes), "r"(saddr(b))
+      : "memory");
 }
 
 // mode 0: consumers only wait and free; 1: consumers sum the slot (one 4-byte load per lane per 128 bytes);
 // 2: as 1 plus a __threadfence() per slot per warp; `pieces` > 1: a slot filled by that many copies; 4: no
 // ring, the consumer warps load 16 bytes per lane with 8 loads in flight (the register-streaming baseline).
-__global__ void __launch_bounds__(288, 1)
-    probe(const uint8_t* src, size_t per_block, int slot_bytes, int slots, int mode, int pieces, float* sink) {
+__global__ void __launch_bounds__(288, 1) probe(const uint8_t* src, size_t per_block, int slot_bytes,
+                                                int slots, int mode, int pieces, float* sink) {
   extern __shared__ __align__(128) uint8_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + 16;
@@ -85,8 +63,8 @@ __global__ void __launch_bounds__(288, 1)
         bar_expect(&full[s], slot_bytes);
         const int piece = slot_bytes / pieces;
         for (int p = 0; p < pieces; ++p)
-          bulk(ring + s * slot_bytes + p * piece, base + static_cast<size_t>(q) * slot_bytes + p * piece, piece,
-               &full[s]);
+          bulk(ring + s * slot_bytes + p * piece, base + static_cast<size_t>(q) * slot_bytes + p * piece,
+               piece, &full[s]);
       }
     return;
   }

@@ -15,14 +15,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
+#include "probe_common.cuh"
 
 namespace {
 
@@ -33,9 +26,6 @@ constexpr int kChainLoads = 96;
 constexpr int kChainEntries = 2048;  // 8 KB of ints, one per 128-byte line apart below
 enum Mode { kNone = 0, kRegisters = 1, kCpAsync = 2, kBulk = 3 };
 
-__device__ __forceinline__ uint32_t saddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ uint64_t evict_first() {
   uint64_t p;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
@@ -57,16 +47,6 @@ __device__ __forceinline__ void cp16(void* dst, const void* src, uint64_t pol) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(saddr(dst)), "l"(src),
                "l"(pol)
                : "memory");
-}
-__device__ __forceinline__ void bar_init(uint64_t* b) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(saddr(b)) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nw_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra w_%=;\n}\n" ::
-          "r"(saddr(b)),
-      "r"(parity)
-      : "memory");
 }
 __device__ __forceinline__ void bulk(void* dst, const void* src, uint32_t bytes, uint64_t* b, uint64_t pol) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes)
@@ -156,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else if (mode == kBulk) {
     uint8_t* ring = smem + sw * depth * kStepBytes;
     if (lane == 0) {
-      for (int d = 0; d < depth; ++d) bar_init(&bars[sw][d]);
+      for (int d = 0; d < depth; ++d) bar_init(&bars[sw][d], 1);
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
       for (int s = 0; s < steps; ++s) {
         const int d = s % depth;
