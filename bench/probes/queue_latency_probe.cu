@@ -4,7 +4,9 @@
 // cp.async into a shared-memory ring, or by 1-D bulk copies (TMA) into one; warp 0's lane 0 meanwhile walks a
 // dependent chain of L2 hits (ld.global.cg over a small table every SM reads, like the h rows, x rows and
 // pair lists the stages stage after their wait) and times it. Prints, per mode and bytes in flight per SM,
-// the stream's GB/s and the median over SMs of one chained L2 hit's latency. Not part of the engine: a
+// the stream's GB/s and the median and worst over SMs of one chained L2 hit's latency, on the streaming SMs
+// and, where only every other SM streams, on the idle ones (the card's traffic without their own). Not part
+// of the engine: a
 // measurement for docs/performance.md (session 34). Build and run on the GPU machine (or carry the binary):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o queue_latency_probe
 //     bench/probes/queue_latency_probe.cu   (one line), then ./queue_latency_probe
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "probe_common.cuh"
@@ -76,10 +79,11 @@ __device__ __forceinline__ void wait_pending(int n) {
   }
 }
 
-// depth: steps in flight per stream warp (4 KB each).
+// depth: steps in flight per stream warp (4 KB each); only blocks whose index is a multiple of `every`
+// stream (2: every other SM, so the idle SMs' chains see the card's traffic without their own).
 __global__ void __launch_bounds__(kThreads, 1)
     probe(const uint8_t* __restrict__ buf, size_t per_sm, const int* __restrict__ chain, int mode, int depth,
-          float* latency_ns, unsigned long long* sink) {
+          int every, float* latency_ns, unsigned long long* sink) {
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ uint64_t bars[kStreamWarps][8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -98,6 +102,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
+  if (blockIdx.x % every != 0) return;
   const int sw = warp - 1;
   const size_t per_warp = per_sm / kStreamWarps / kStepBytes * kStepBytes;
   const uint8_t* src = mine + sw * per_warp;
@@ -180,17 +185,20 @@ int main() {
   CHECK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
   std::printf("queue latency probe: %s, %d SMs, %zu MB streamed per run; one block per SM, 7 stream warps\n",
               prop.name, sms, per_sm * sms >> 20);
-  std::printf("%-10s %6s %12s %9s %16s %16s\n", "mode", "depth", "KB/SM", "GB/s", "L2 hit ns (med)",
-              "L2 hit ns (max)");
+  std::printf("%-10s %6s %6s %8s %9s %22s %22s\n", "mode", "depth", "SMs", "KB/SM", "GB/s",
+              "L2 hit ns, streaming", "L2 hit ns, idle SMs");
+  std::printf("%-10s %6s %6s %8s %9s %22s %22s\n", "", "", "", "", "", "(median / max)", "(median / max)");
   struct Config {
     int mode, depth;
     const char* name;
+    int every;
   };
-  const Config configs[] = {{kNone, 1, "none"},        {kRegisters, 1, "registers"},
-                            {kCpAsync, 1, "cp.async"}, {kCpAsync, 2, "cp.async"},
-                            {kCpAsync, 4, "cp.async"}, {kCpAsync, 6, "cp.async"},
-                            {kBulk, 1, "bulk"},        {kBulk, 2, "bulk"},
-                            {kBulk, 4, "bulk"},        {kBulk, 6, "bulk"}};
+  const Config configs[] = {
+      {kNone, 1, "none", 1},        {kRegisters, 1, "registers", 1}, {kCpAsync, 1, "cp.async", 1},
+      {kCpAsync, 2, "cp.async", 1}, {kCpAsync, 4, "cp.async", 1},    {kCpAsync, 6, "cp.async", 1},
+      {kBulk, 1, "bulk", 1},        {kBulk, 2, "bulk", 1},           {kBulk, 4, "bulk", 1},
+      {kBulk, 6, "bulk", 1},        {kRegisters, 1, "registers", 2}, {kCpAsync, 2, "cp.async", 2},
+      {kCpAsync, 4, "cp.async", 2}, {kBulk, 2, "bulk", 2},           {kBulk, 4, "bulk", 2}};
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
@@ -198,10 +206,10 @@ int main() {
     const size_t smem =
         c.mode == kCpAsync || c.mode == kBulk ? size_t{kStreamWarps} * c.depth * kStepBytes : 0;
     std::vector<float> runs_ms;
-    std::vector<float> lats;
+    std::vector<float> streaming, idle;
     for (int run = 0; run < 4; ++run) {
       CHECK(cudaEventRecord(e0));
-      probe<<<sms, kThreads, smem>>>(buf, per_sm, chain, c.mode, c.depth, lat, sink);
+      probe<<<sms, kThreads, smem>>>(buf, per_sm, chain, c.mode, c.depth, c.every, lat, sink);
       CHECK(cudaEventRecord(e1));
       CHECK(cudaEventSynchronize(e1));
       CHECK(cudaGetLastError());
@@ -211,14 +219,22 @@ int main() {
       runs_ms.push_back(ms);
       std::vector<float> l(sms);
       CHECK(cudaMemcpy(l.data(), lat, sms * 4, cudaMemcpyDeviceToHost));
-      lats.insert(lats.end(), l.begin(), l.end());
+      for (int b = 0; b < sms; ++b) (b % c.every == 0 && c.mode != kNone ? streaming : idle).push_back(l[b]);
     }
     std::sort(runs_ms.begin(), runs_ms.end());
-    std::sort(lats.begin(), lats.end());
-    const double gbs = c.mode == kNone ? 0.0 : per_sm * sms / (runs_ms[runs_ms.size() / 2] * 1e-3) / 1e9;
-    std::printf("%-10s %6d %12d %9.0f %16.0f %16.0f\n", c.name, c.depth,
-                c.mode == kNone ? 0 : kStreamWarps * c.depth * kStepBytes / 1024, gbs, lats[lats.size() / 2],
-                lats.back());
+    const int streaming_sms = c.mode == kNone ? 0 : (sms + c.every - 1) / c.every;
+    const double gbs = per_sm * streaming_sms / (runs_ms[runs_ms.size() / 2] * 1e-3) / 1e9;
+    const auto cell = [](std::vector<float>& v) {
+      char text[32] = "-";
+      if (!v.empty()) {
+        std::sort(v.begin(), v.end());
+        std::snprintf(text, sizeof text, "%.0f / %.0f", v[v.size() / 2], v.back());
+      }
+      return std::string(text);
+    };
+    std::printf("%-10s %6d %6d %8d %9.0f %22s %22s\n", c.name, c.depth, streaming_sms,
+                c.mode == kNone ? 0 : kStreamWarps * c.depth * kStepBytes / 1024, gbs,
+                cell(streaming).c_str(), cell(idle).c_str());
   }
   return 0;
 }
