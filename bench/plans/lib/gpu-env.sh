@@ -19,6 +19,9 @@
 #   prologue_ncu SHAPE BIN..   ncu's time of each binary's one-block prologue at one token (fp8, SHAPE)
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
+#   read_sweep MOE             `MOE bench --read-sweep` into $R/read-sweep.log (40 s at most); prints its rows
+#   queue_probe BIN            the queue-latency probe (bench/probes/queue_latency_probe.cu, built) into
+#                              $R/queue-latency.log; prints it
 #   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
 #                              prints its rows, then deletes its generated checkpoints (too large to bring back)
 # and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
@@ -127,4 +130,14 @@ tp_cli() {
   echo "tp-gpu-check rc $? t=$(el)"
   grep -E "TP [0-9]|FAIL" $R/tp.log | tail -14
   rm -rf $R/tp
+}
+read_sweep() {
+  timeout "$(cap 40 5)" "$1" bench --read-sweep > $R/read-sweep.log 2>&1
+  echo "read sweep rc $?"
+  grep -v "^read sweep" $R/read-sweep.log | tail -40
+}
+queue_probe() {
+  timeout "$(cap 90 5)" "$1" > $R/queue-latency.log 2>&1
+  echo "probe rc $?"
+  cat $R/queue-latency.log
 }

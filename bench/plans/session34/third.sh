@@ -9,16 +9,12 @@ set -uo pipefail
 export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
-timeout 90 .carry/queue_latency_probe > $R/queue-latency.log 2>&1
-echo "probe rc $?"
-cat $R/queue-latency.log
+queue_probe .carry/queue_latency_probe
 pack
 if grep -q H200 $R/gpu.txt; then
   unpack_carry .carry/s34a-gpu.tar.xz /tmp/n
   M=/tmp/n/bin/moe
-  timeout 40 $M bench --read-sweep > $R/read-sweep.log 2>&1
-  echo "read sweep rc $?"
-  grep -v "^read sweep" $R/read-sweep.log | tail -40
+  read_sweep $M
   pack
   quick_gpu_check /tmp/n/bin 60
   pack
