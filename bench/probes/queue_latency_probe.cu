@@ -6,8 +6,8 @@
 // pair lists the stages stage after their wait) and times it. Prints, per mode and bytes in flight per SM,
 // the stream's GB/s and the median and worst over SMs of one chained L2 hit's latency, on the streaming SMs
 // and, where only every other SM streams, on the idle ones (the card's traffic without their own). Not part
-// of the engine: a
-// measurement for docs/performance.md (session 34). Build and run on the GPU machine (or carry the binary):
+// of the engine: a measurement for docs/performance.md (session 34). Build and run on the GPU machine (or
+// carry the binary):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o queue_latency_probe
 //     bench/probes/queue_latency_probe.cu   (one line), then ./queue_latency_probe
 #include <cuda_runtime.h>
@@ -26,7 +26,7 @@ constexpr int kThreads = 256;
 constexpr int kStreamWarps = 7;
 constexpr int kStepBytes = 4096;  // a warp's step: 32 lanes x 8 x 16 bytes, as a swap-AB weight step
 constexpr int kChainLoads = 96;
-constexpr int kChainEntries = 2048;  // 8 KB of ints, one per 128-byte line apart below
+constexpr int kChainEntries = 2048;  // each on its own 128-byte line: a 256 KB table
 enum Mode { kNone = 0, kRegisters = 1, kCpAsync = 2, kBulk = 3 };
 
 __device__ __forceinline__ uint64_t evict_first() {
@@ -52,12 +52,10 @@ __device__ __forceinline__ void cp16(void* dst, const void* src, uint64_t pol) {
                : "memory");
 }
 __device__ __forceinline__ void bulk(void* dst, const void* src, uint32_t bytes, uint64_t* b, uint64_t pol) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(saddr(b)), "r"(bytes)
-               : "memory");
+  bar_expect(b, bytes);
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, "
-      "[%3], "
-      "%4;" ::"r"(saddr(dst)),
+      "[%3], %4;" ::"r"(saddr(dst)),
       "l"(src), "r"(bytes), "r"(saddr(b)), "l"(pol)
       : "memory");
 }

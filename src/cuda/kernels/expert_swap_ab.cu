@@ -782,8 +782,8 @@ int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
 // passes), so the blocks of a call with many experts reuse their staged tokens over several tiles instead of
 // running many short waves. It never changes a dot product.
 int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
-  const int slots =
-      swap_ab_slots_per_sm() > 0 ? std::min(swap_ab_slots_per_sm(), blocks_per_sm) : blocks_per_sm;
+  const int setting = swap_ab_slots_per_sm();
+  const int slots = setting > 0 ? std::min(setting, blocks_per_sm) : blocks_per_sm;
   return swap_ab_tiles_per_block(groups, tiles, static_cast<long>(sm_count()) * slots);
 }
 
