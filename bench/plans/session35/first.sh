@@ -3,7 +3,8 @@
 # flight per SM), reordered so the op's one-token rows come first, plus the one-launch fused MoE
 # (expert_fused.cu, --paths fused) by ring size: its producer keeps up to 6 slots of 32 KB in flight per SM
 # (fp8, K = 2048), 7x the read bandwidth's knee (~28 KB per SM on the H100, session 34's probe), which would
-# explain its fixed ~1.5-1.9 us per item (session 9). MOE_FUSED_SMEM_KB 200 / 112 / 80: 6 / 3 / 2 slots.
+# explain its fixed ~1.5-1.9 us per item (session 9): MOE_FUSED_AHEAD 0 / 1 / 2 / 3 (items of 32 KB in flight
+# at most; 0: the ring's free slots), and MOE_FUSED_SMEM_KB 80 (a ring of 2 slots).
 # Carry: .carry/s34e-gpu.tar.xz (bin/moe and bin/moe-measuring, the MOE_SWAP_AB_TIMELINE build) and
 # .carry/queue_latency_probe.
 set -uo pipefail
@@ -19,14 +20,16 @@ fi
 env_ab_rows $R/slots.log MOE_SWAP_AB_SLOTS_PER_SM "0 1" $M --shapes qwen3-30b-a3b --formats fp8_block --M 1,2,8
 pivot_rows $R/slots.log
 pack
-env_ab_rows $R/fused.log MOE_FUSED_SMEM_KB "200 112 80" $M --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
+env_ab_rows $R/fused.log MOE_FUSED_AHEAD "0 1 2 3" $M --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
+  --M 1,2,4 --paths fused
+env_ab_rows $R/fused.log MOE_FUSED_SMEM_KB "80" $M --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
   --M 1,2,4 --paths fused
 pivot_rows $R/fused.log
-for kb in 200 80; do
-  MOE_FUSED_SMEM_KB=$kb MOE_FUSED_TIMELINE=1 timeout "$(cap 30 30)" $M bench --shapes qwen3-30b-a3b \
-    --formats fp8_block --M 1 --paths fused > $R/fused-tl-$kb.log 2>&1
-  echo "fused timeline kb=$kb rc $?"
-  grep -vE "^ *[0-9]+ +[0-9]" $R/fused-tl-$kb.log | tail -14
+for ahead in 0 1 2; do
+  MOE_FUSED_AHEAD=$ahead MOE_FUSED_TIMELINE=1 timeout "$(cap 30 30)" $M bench --shapes qwen3-30b-a3b \
+    --formats fp8_block --M 1 --paths fused > $R/fused-tl-ahead$ahead.log 2>&1
+  echo "fused timeline ahead=$ahead rc $?"
+  grep -vE "^ *[0-9]+ +[0-9]" $R/fused-tl-ahead$ahead.log | tail -14
 done
 pack
 if [ -x /tmp/n/bin/moe-measuring ]; then

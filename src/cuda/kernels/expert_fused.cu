@@ -83,6 +83,7 @@ struct Geometry {
   int slot_bytes, slots;
   int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
                   // (MOE_FUSED_L2_PREFETCH=1)
+  int ahead;      // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -272,6 +273,14 @@ __device__ void produce(const FusedArgs& a, const Geometry& geo, const Plan& pla
   for (int q = 0; q < sh.n1 + sh.n2; ++q) {
     const int slot = q % geo.slots, round = q / geo.slots;
     if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+    // At most geo.ahead items in flight: item q goes out once item q - ahead has arrived. With ahead <
+    // slots that item's slot is refilled only by item q - ahead + slots, after this one, so its full
+    // barrier is still in the phase that this parity names (with ahead >= slots the empty wait above
+    // already implies the arrival).
+    if (geo.ahead > 0 && geo.ahead < geo.slots && q >= geo.ahead) {
+      const int prev = q - geo.ahead;
+      mbar_wait(&full[prev % geo.slots], (prev / geo.slots) & 1);
+    }
     uint8_t* dst = ring + static_cast<size_t>(slot) * geo.slot_bytes;
     if (q < sh.n1) {
       const int item = sh.lo1 + q, e = plan.expert[item / geo.tiles1], c0 = (item % geo.tiles1) * kCols;
@@ -620,6 +629,14 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
     return v && std::atoi(v) != 0;
   }();
   g.prefetch2 = prefetch ? 1 : 0;
+  // A measuring knob, off by default: the read bandwidth reaches its knee at ~28 KB in flight per SM (H100,
+  // bench/probes/queue_latency_probe.cu), and every byte past it makes every L2 hit (x, h, the barrier, the
+  // next instructions) wait longer; a full ring keeps up to 6 items of 32 KB (fp8, H = 2048) in flight.
+  static const int ahead = [] {
+    const char* v = std::getenv("MOE_FUSED_AHEAD");
+    return v ? std::max(0, std::atoi(v)) : 0;
+  }();
+  g.ahead = ahead;
   return g;
 }
 
