@@ -81,9 +81,10 @@ struct Geometry {
   int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
-                  // (MOE_FUSED_L2_PREFETCH=1)
-  int ahead;      // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
+  int prefetch2;    // stage 2's rows requested into L2 once the ring's first fill is out
+                    // (MOE_FUSED_L2_PREFETCH=1)
+  int ahead;        // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
+  int warp_tiles2;  // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -405,55 +406,98 @@ __device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan&
         f32_to_bf16(gated_activation(a.act, tot[1], tot[3]));
 }
 
-// Stage 2, item q (counted from the block's first stage-2 item) in slot `data`: 16-row MMA tiles of each of
-// its experts' rows, the expert's pairs as columns. The consumer warps take the tiles in rounds, `per` warps
-// a tile splitting its K steps; the first of them adds the tile's parts in warp order into ys[pair][row -
-// n0].
+// Stage 2's item q (counted from the block's first stage-2 item): up to experts2 experts' rows
+// [r0, r0 + nr) of the block's output rows, each expert's rows in 16-row MMA tiles.
+struct Item2 {
+  int a0, r0, nr, xe, per_expert, tiles;
+};
+__device__ __forceinline__ Item2 item2(const Geometry& geo, const Plan& plan, const Share& sh, int q) {
+  Item2 it;
+  it.a0 = q / sh.subranges * geo.experts2;
+  it.r0 = sh.n0 + q % sh.subranges * geo.item_rows2;
+  it.nr = min(geo.item_rows2, sh.n0 + sh.nrows - it.r0);
+  it.xe = min(geo.experts2, plan.num_active - it.a0);
+  it.per_expert = (it.nr + 15) / 16;
+  it.tiles = it.xe * it.per_expert;
+  return it;
+}
+
+// Tile `tile` of item `it` in slot `data` (its expert's pairs as columns): this lane's part of the K steps
+// kp, kp + per, ... of the 16 x 8 MMA tile, into acc; returns the tile's expert slot s, pair range and rows.
+struct Tile2 {
+  int s, begin, n, row_a;
+};
+template <WFormat F>
+__device__ __forceinline__ Tile2 stage2_tile_sum(const FusedArgs& a, const Geometry& geo, const Plan& plan,
+                                                 const Share& sh, const Item2& it, int tile, int kp, int per,
+                                                 const uint8_t* data, const uint8_t* act,
+                                                 const float* act_scale, const float* scale2,
+                                                 float (&acc)[4]) {
+  constexpr bool kFp8 = F == WFormat::Fp8Block;
+  const int gid = threadIdx.x % 32 / 4, tig = threadIdx.x % 4;
+  const int rb0 = sh.n0 / 128, phase_bytes = kFp8 ? a.w.phase : 0;
+  const int x = tile / it.per_expert;
+  Tile2 t;
+  t.s = it.a0 + x;
+  t.begin = plan.begin[t.s];
+  t.n = plan.count[t.s];
+  t.row_a = tile % it.per_expert * 16 + gid;
+  const uint8_t* base = data + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2;
+  const uint8_t* lo = t.row_a < it.nr ? base + static_cast<size_t>(t.row_a) * geo.row_bytes2 : nullptr;
+  const uint8_t* hi =
+      t.row_a + 8 < it.nr ? base + static_cast<size_t>(t.row_a + 8) * geo.row_bytes2 : nullptr;
+  const uint8_t* b_row =
+      gid < t.n ? act + static_cast<size_t>(plan.sorted[t.begin + gid]) * geo.act_row2 : nullptr;
+  const int p0 = 2 * tig < t.n ? plan.sorted[t.begin + 2 * tig] : -1;
+  const int p1 = 2 * tig + 1 < t.n ? plan.sorted[t.begin + 2 * tig + 1] : -1;
+  const float* sw_lo = scale2 + (t.s * 2 + (it.r0 + t.row_a) / 128 - rb0) * geo.sb;
+  const float* sw_hi = scale2 + (t.s * 2 + min(it.r0 + t.row_a + 8, it.r0 + it.nr - 1) / 128 - rb0) * geo.sb;
+  for (int b = kp; b < geo.steps2; b += per) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_step<kFp8>(kFp8 ? part : acc, lo, hi, b * kStepBytes - phase_bytes, geo.row_bytes2, b_row,
+                   b * kStepBytes);
+    if (kFp8) {
+      const float s0 = p0 >= 0 ? act_scale[p0 * geo.steps2 + b] : 0.0f;
+      const float s1 = p1 >= 0 ? act_scale[p1 * geo.steps2 + b] : 0.0f;
+      acc[0] = fmaf(part[0], sw_lo[b] * s0, acc[0]);
+      acc[1] = fmaf(part[1], sw_lo[b] * s1, acc[1]);
+      acc[2] = fmaf(part[2], sw_hi[b] * s0, acc[2]);
+      acc[3] = fmaf(part[3], sw_hi[b] * s1, acc[3]);
+    }
+  }
+  return t;
+}
+
+// A finished tile's sums (lane (gid, tig): rows gid and gid + 8, tokens 2 tig and 2 tig + 1) into
+// ys[pair][row - n0].
+__device__ __forceinline__ void store_tile2(const Geometry& geo, const Plan& plan, const Share& sh,
+                                            const Item2& it, const Tile2& t, float* ys,
+                                            const float (&tot)[4]) {
+  const int tig = threadIdx.x % 4, out_row = it.r0 - sh.n0 + t.row_a;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int col = 2 * tig + (c & 1), row = t.row_a + 8 * (c >> 1);
+    if (col < t.n && row < it.nr)
+      ys[plan.sorted[t.begin + col] * geo.rows_per_block + out_row + 8 * (c >> 1)] = tot[c];
+  }
+}
+
+// Stage 2, item q in slot `data`, all consumer warps in lockstep (MOE_FUSED_WARP_TILES=0): the warps take
+// the item's tiles in rounds, `per` warps a tile splitting its K steps; the first of them adds the tile's
+// parts in warp order. One consumer barrier per round.
 template <WFormat F>
 __device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
                             const uint8_t* data, const uint8_t* act, const float* act_scale,
                             const float* scale2, float* ys, float* red, int& par) {
-  constexpr bool kFp8 = F == WFormat::Fp8Block;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
-  const int a0 = q / sh.subranges * geo.experts2, r0 = sh.n0 + q % sh.subranges * geo.item_rows2;
-  const int nr = min(geo.item_rows2, sh.n0 + sh.nrows - r0), xe = min(geo.experts2, plan.num_active - a0);
-  const int per_expert = (nr + 15) / 16, tiles = xe * per_expert;
-  const int per = kConsumerWarps / min(tiles, kConsumerWarps), concurrent = kConsumerWarps / per;
-  const int rb0 = sh.n0 / 128, phase_bytes = kFp8 ? a.w.phase : 0;
-  for (int first = 0; first < tiles; first += concurrent) {
+  const int warp = threadIdx.x / 32;
+  const Item2 it = item2(geo, plan, sh, q);
+  const int per = kConsumerWarps / min(it.tiles, kConsumerWarps), concurrent = kConsumerWarps / per;
+  for (int first = 0; first < it.tiles; first += concurrent) {
     const int tile = first + warp / per, kp = warp % per;
-    const bool live = warp / per < concurrent && tile < tiles;
+    const bool live = warp / per < concurrent && tile < it.tiles;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int s = 0, begin = 0, n = 0, row_a = 0;
-    if (live) {
-      const int x = tile / per_expert;
-      s = a0 + x;
-      begin = plan.begin[s];
-      n = plan.count[s];
-      row_a = tile % per_expert * 16 + gid;
-      const uint8_t* base = data + static_cast<size_t>(x) * geo.item_rows2 * geo.row_bytes2;
-      const uint8_t* lo = row_a < nr ? base + static_cast<size_t>(row_a) * geo.row_bytes2 : nullptr;
-      const uint8_t* hi = row_a + 8 < nr ? base + static_cast<size_t>(row_a + 8) * geo.row_bytes2 : nullptr;
-      const uint8_t* b_row =
-          gid < n ? act + static_cast<size_t>(plan.sorted[begin + gid]) * geo.act_row2 : nullptr;
-      const int p0 = 2 * tig < n ? plan.sorted[begin + 2 * tig] : -1;
-      const int p1 = 2 * tig + 1 < n ? plan.sorted[begin + 2 * tig + 1] : -1;
-      const float* sw_lo = scale2 + (s * 2 + (r0 + row_a) / 128 - rb0) * geo.sb;
-      const float* sw_hi = scale2 + (s * 2 + min(r0 + row_a + 8, r0 + nr - 1) / 128 - rb0) * geo.sb;
-      for (int b = kp; b < geo.steps2; b += per) {
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        mma_step<kFp8>(kFp8 ? part : acc, lo, hi, b * kStepBytes - phase_bytes, geo.row_bytes2, b_row,
-                       b * kStepBytes);
-        if (kFp8) {
-          const float s0 = p0 >= 0 ? act_scale[p0 * geo.steps2 + b] : 0.0f;
-          const float s1 = p1 >= 0 ? act_scale[p1 * geo.steps2 + b] : 0.0f;
-          acc[0] = fmaf(part[0], sw_lo[b] * s0, acc[0]);
-          acc[1] = fmaf(part[1], sw_lo[b] * s1, acc[1]);
-          acc[2] = fmaf(part[2], sw_hi[b] * s0, acc[2]);
-          acc[3] = fmaf(part[3], sw_hi[b] * s1, acc[3]);
-        }
-      }
-    }
+    Tile2 t{};
+    if (live) t = stage2_tile_sum<F>(a, geo, plan, sh, it, tile, kp, per, data, act, act_scale, scale2, acc);
     if (q == 0 && first == 0) stamp(a, kStage2Computed);
     *red_slot(red, par, warp) = make_float4(acc[0], acc[1], acc[2], acc[3]);
     named_barrier_sync(kConsumerBarrier, kConsumers);
@@ -461,16 +505,18 @@ __device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan&
     if (live && kp == 0) {
       float tot[4];
       sum_parts(red, par, warp, per, tot);
-      const int out_row = r0 - sh.n0 + row_a;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int t = 2 * tig + (c & 1), row = row_a + 8 * (c >> 1);
-        if (t < n && row < nr)
-          ys[plan.sorted[begin + t] * geo.rows_per_block + out_row + 8 * (c >> 1)] = tot[c];
-      }
+      store_tile2(geo, plan, sh, it, t, ys, tot);
     }
     par ^= 1;
   }
+}
+
+// The timeline's marks of stage-2 item q's data landing (its first items and its last).
+__device__ __forceinline__ void stage2_ready_stamps(const FusedArgs& a, const Share& sh, int q) {
+  if (q == 0) stamp(a, kStage2First);
+  if (q == 1) stamp(a, kStage2Second);
+  if (q == 2) stamp(a, kStage2Third);
+  if (q == sh.n2 - 1) stamp(a, kStage2Last);
 }
 
 template <WFormat F>
@@ -555,17 +601,40 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
              geo.steps2, threadIdx.x, kConsumers);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kHStaged);
-  for (int q = 0; q < sh.n2; ++q) {
-    const int qq = sh.n1 + q, slot = qq % geo.slots;
-    mbar_wait(&full[slot], (qq / geo.slots) & 1);
-    if (q == 0) stamp(a, kStage2First);
-    if (q == 1) stamp(a, kStage2Second);
-    if (q == 2) stamp(a, kStage2Third);
-    if (q == sh.n2 - 1) stamp(a, kStage2Last);
-    stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
-                   scale2, ys, red, par);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[slot]);
+  if (geo.warp_tiles2) {
+    // Warp by warp: the block's stage-2 tiles numbered in item order, warp w takes tiles w, w + 8, ... with
+    // all of each tile's K steps, so no cross-warp sums and no barrier per item: the warps' chains run side
+    // by side (in lockstep, ~2 us per item on data already in shared memory; session 35). Every warp waits
+    // for every item, so its arrival on the item's empty barrier is for that item's round.
+    int numbered = 0;  // tiles of the items before q
+    for (int q = 0; q < sh.n2; ++q) {
+      const int qq = sh.n1 + q, slot = qq % geo.slots;
+      const Item2 it = item2(geo, plan, sh, q);
+      const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
+      mbar_wait(&full[slot], (qq / geo.slots) & 1);
+      stage2_ready_stamps(a, sh, q);
+      for (int tile = ((warp - numbered) % kConsumerWarps + kConsumerWarps) % kConsumerWarps; tile < it.tiles;
+           tile += kConsumerWarps) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const Tile2 t =
+            stage2_tile_sum<F>(a, geo, plan, sh, it, tile, 0, 1, data, act, act_scale, scale2, acc);
+        store_tile2(geo, plan, sh, it, t, ys, acc);
+      }
+      if (q == 0) stamp(a, kStage2Computed);
+      numbered += it.tiles;
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
+  } else {
+    for (int q = 0; q < sh.n2; ++q) {
+      const int qq = sh.n1 + q, slot = qq % geo.slots;
+      mbar_wait(&full[slot], (qq / geo.slots) & 1);
+      stage2_ready_stamps(a, sh, q);
+      stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
+                     scale2, ys, red, par);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
   }
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kStage2Done);
@@ -637,6 +706,12 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
     return v ? std::max(0, std::atoi(v)) : 0;
   }();
   g.ahead = ahead;
+  // A measuring knob: 0 puts back stage 2's lockstep items (all warps on each tile round, one barrier each).
+  static const int warp_tiles = [] {
+    const char* v = std::getenv("MOE_FUSED_WARP_TILES");
+    return v ? std::atoi(v) != 0 : 1;
+  }();
+  g.warp_tiles2 = warp_tiles;
   return g;
 }
 
