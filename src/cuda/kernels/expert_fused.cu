@@ -596,6 +596,14 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kBarrierDone);
 
+  // The timeline's measure of one L2 round trip here (h's first word, read again by the staging below).
+  if (a.timeline && threadIdx.x == 0) {
+    // The store into the reduction scratch (free here) waits for the load; the clobber keeps the stamp's
+    // timer read after it.
+    red[0] = __uint_as_float(__ldcg(reinterpret_cast<const unsigned*>(a.h)));
+    asm volatile("" ::: "memory");
+    stamp(a, kHRoundTrip);
+  }
   // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
   stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
              geo.steps2, threadIdx.x, kConsumers);

@@ -12,6 +12,7 @@ enum TimelineEvent : int {
   kFirstItem,
   kStage1Done,
   kBarrierDone,
+  kHRoundTrip,  // thread 0's one L2 read of h after the barrier returned (the round trip then)
   kHStaged,
   kStage2First,
   kStage2Computed,  // warp 0 through its MMAs of stage 2's first item (first round)
