@@ -177,15 +177,21 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
     }
 #pragma unroll 1
     for (int u = 0; u < kBatch && base + u * nthreads < total; ++u) {
+      // The batch's next value from its front, the rest moved up: static indices keep v in registers. (v[u]
+      // at the rolled u put v in local memory, and beside the ring's shared memory L1 is small: its reads
+      // went to L2 behind the weight stream, ~1 us each; session 35.)
+      const uint4 cur = v[0];
+#pragma unroll
+      for (int i = 0; i + 1 < kBatch; ++i) v[i] = v[i + 1];
       const int g = base + u * nthreads + j, vc = g & vcs_mask, byte = vc * 8 * esz;
       const bool valid = inside(g), stored = g < total && byte < span;
       uint8_t* dst = act + static_cast<size_t>(g < total ? row_of(g) : 0) * act_row + byte;
       if (!fp8) {
-        if (stored) *reinterpret_cast<uint4*>(dst) = v[u];  // zeros outside the row
+        if (stored) *reinterpret_cast<uint4*>(dst) = cur;  // zeros outside the row
         continue;
       }
       float f[8];
-      decode16<WFormat::Bf16>(v[u], f);
+      decode16<WFormat::Bf16>(cur, f);
       float amax = 0.0f;
 #pragma unroll
       for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(f[i]));
@@ -231,8 +237,7 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint8_t* row_lo, c
 // of everything the block wrote), and wait (acquire) for the last block, which resets the count to zero for
 // the next call before it moves the generation on. A spin of over two seconds means a block could not
 // become resident: trap rather than hang.
-__device__ void grid_barrier(unsigned* bar) {
-  const unsigned gen = load_acquire_gpu(bar + 1);
+__device__ void grid_barrier(unsigned* bar, unsigned gen) {
   unsigned arrived;
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
   if (arrived == gridDim.x - 1) {
@@ -547,6 +552,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   // so triggering now takes no SM this grid needs.
   pdl_wait();
   pdl_trigger();
+  // The grid barrier's generation, read now rather than at the barrier (one round trip fewer there, when
+  // the card's queues are full): two of these kernels never run at once (expert_fused.h), so after the wait
+  // only this call's last arrival moves it, and this block has not arrived.
+  const unsigned barrier_gen = threadIdx.x == 0 ? load_acquire_gpu(a.barrier + 1) : 0u;
   stamp(a, kWaited);
 
   // Routing (warps 0 .. M-1, a token each) while the other consumer warps stage x.
@@ -592,7 +601,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   }
   stamp(a, kStage1Done);
   named_barrier_sync(kConsumerBarrier, kConsumers);
-  if (threadIdx.x == 0) grid_barrier(a.barrier);
+  if (threadIdx.x == 0) grid_barrier(a.barrier, barrier_gen);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kBarrierDone);
 
