@@ -4,6 +4,8 @@
 # one barrier per tile round), whatever the bytes in flight (MOE_FUSED_AHEAD 0-3 changed ~1 us). Now stage 2
 # goes warp by warp (MOE_FUSED_WARP_TILES=1, the default; 0: the lockstep items): its GPU tests first, then
 # the A/B beside the swap-AB path (Auto) in the same lease, the timeline, and the model's decode step.
+# Also in this binary (no knob): the grid barrier's generation read at the start, the row staging without local
+# memory, the fp8 scales loaded four at a time.
 # Carry: .carry/s35b-gpu.tar.xz (bin/moe, the fused tests) and .carry/queue_latency_probe.
 set -uo pipefail
 export END=${END:-430}

@@ -329,17 +329,30 @@ __device__ void load_scales(const FusedArgs& a, const Geometry& geo, const Plan&
   const int rb0 = sh.n0 / 128;
   const float* s13 = static_cast<const float*>(a.w.w13_scale);
   const float* s2 = static_cast<const float*>(a.w.w2_scale);
-  for (int i = threadIdx.x; i < total; i += kConsumers) {  // rolled: a short loop of independent loads
+  // kBatch loads in flight per thread before their stores: a rolled loop of one load and its store waited a
+  // round trip per scale (two at one token, ~2 us behind the ring's first fill; session 35).
+  constexpr int kBatch = 4;
+  const auto scale_at = [&](int i) {
     float v = 0.0f;
     if (i < n1v) {
       const int q = i / (2 * hb), half = (i / hb) % 2, kb = i % hb, item = sh.lo1 + q;
       const int e = plan.expert[item / geo.tiles1], c0 = (item % geo.tiles1) * kCols;
       v = __ldg(s13 + (static_cast<size_t>(e) * 2 * SB + half * SB + (c0 + a.w.phase) / 128) * hb + kb);
-    } else {
+    } else if (i < total) {
       const int j = i - n1v, x = j / (2 * SB), rb = rb0 + (j / SB) % 2, kb = j % SB;
       if (rb < hb) v = __ldg(s2 + (static_cast<size_t>(plan.expert[x]) * hb + rb) * SB + kb);
     }
-    (i < n1v ? scale1[i] : scale2[i - n1v]) = v;
+    return v;
+  };
+  for (int i0 = threadIdx.x; i0 < total; i0 += kBatch * kConsumers) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = scale_at(i0 + u * kConsumers);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kConsumers;
+      if (i < total) (i < n1v ? scale1[i] : scale2[i - n1v]) = v[u];
+    }
   }
 }
 
