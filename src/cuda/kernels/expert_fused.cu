@@ -81,10 +81,11 @@ struct Geometry {
   int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int prefetch2;    // stage 2's rows requested into L2 once the ring's first fill is out
-                    // (MOE_FUSED_L2_PREFETCH=1)
-  int ahead;        // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
-  int warp_tiles2;  // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
+  int prefetch2;      // stage 2's rows requested into L2 once the ring's first fill is out
+                      // (MOE_FUSED_L2_PREFETCH=1)
+  int ahead;          // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
+  int warp_tiles2;    // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
+  int warp_groups_h;  // fp8 h staged a warp per 128-group (MOE_FUSED_H_GROUPS, default 1), or stage_rows (0)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -206,6 +207,51 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
       }
       if (stored) *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);
       if (stored && lane % 16 == 0) act_scale[row_of(g) * steps + vc / 16] = s;
+    }
+  }
+}
+
+// Stage 2's fp8 activations: h of every pair with a local expert, as e4m3 codes and 1x128 scales into act
+// [pair] (as stage_rows writes them, the same bits: the same groups, amax, scale and codes), a warp per
+// (pair, group), 8 bytes a lane, the group's amax in one warp reduction; each warp's kBatch groups are loaded
+// before any is quantised. (stage_rows, 16 lanes a group, took ~3.4 us here at one token with L2 answering in
+// 0.25: its rolled walk over generic chunks; session 35.) Bytes of a step outside the group are zeroed: the
+// MMAs read whole steps.
+__device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const Plan& plan, uint8_t* act,
+                            float* act_scale) {
+  constexpr int kBatch = 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int P = a.w.inter, phase = a.w.phase, steps = geo.steps2, items = plan.num_pairs * steps;
+  const auto group = [&](int i, int& pair, int& b, int& g0, int& g1) {
+    pair = plan.sorted[i / steps];
+    b = i % steps;
+    g0 = max(0, b * kStepBytes - phase);
+    g1 = min(P, (b + 1) * kStepBytes - phase);
+  };
+  for (int i0 = warp; i0 < items; i0 += kBatch * kConsumerWarps) {
+    uint2 bits[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kConsumerWarps;
+      bits[u] = make_uint2(0u, 0u);
+      if (i < items) {
+        int pair, b, g0, g1;
+        group(i, pair, b, g0, g1);
+        const int k = g0 + lane * 4;
+        if (k < g1) bits[u] = __ldcg(reinterpret_cast<const uint2*>(a.h + static_cast<size_t>(pair) * P + k));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kConsumerWarps;
+      if (i >= items) break;  // the same for the whole warp
+      int pair, b, g0, g1;
+      group(i, pair, b, g0, g1);
+      uint8_t* row = act + static_cast<size_t>(pair) * geo.act_row2;
+      const int pos = b * kStepBytes + lane * 4;
+      if (pos < g0 + phase || pos >= g1 + phase) *reinterpret_cast<uint32_t*>(row + pos) = 0u;
+      const float sc = warp_fp8_codes_from_bits(bits[u], g0, g1, row + phase);
+      if (lane == 0) act_scale[pair * steps + b] = sc;
     }
   }
 }
@@ -627,8 +673,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
     stamp(a, kHRoundTrip);
   }
   // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
-  stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
-             geo.steps2, threadIdx.x, kConsumers);
+  if (kFp8 && geo.warp_groups_h)
+    stage_h_fp8(a, geo, plan, act, act_scale);
+  else
+    stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
+               geo.steps2, threadIdx.x, kConsumers);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kHStaged);
   if (geo.warp_tiles2) {
@@ -742,6 +791,12 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
     return v ? std::atoi(v) != 0 : 1;
   }();
   g.warp_tiles2 = warp_tiles;
+  // A measuring knob: 0 stages fp8 h by stage_rows as before (the same bits).
+  static const int h_groups = [] {
+    const char* v = std::getenv("MOE_FUSED_H_GROUPS");
+    return v ? std::atoi(v) != 0 : 1;
+  }();
+  g.warp_groups_h = h_groups;
   return g;
 }
 
