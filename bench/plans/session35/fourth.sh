@@ -7,17 +7,14 @@
 # the real one (MOE_FUSED_WARM_CODE=1, the default; 0: off). Its tests, then the A/B beside Auto, the timeline
 # and the model's decode step. Carry: .carry/s35d-gpu.tar.xz (bin/moe, the fused tests).
 set -uo pipefail
-export END=${END:-250}
+export END=${END:-190}
 source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s35d-gpu.tar.xz /tmp/n
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 M=/tmp/n/bin/moe
-for w in 1 0; do
-  MOE_FUSED_WARM_CODE=$w timeout "$(cap 40 40)" /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*Fused*' \
-    > $R/fused-tests-warm$w.log 2>&1
-  echo "forced-path fused tests (warm $w) rc $?"
-done
-MOE_FUSED=1 timeout "$(cap 60 40)" /tmp/n/bin/cuda_fused_moe_test > $R/fused-moe-tests.log 2>&1
+timeout "$(cap 40 40)" /tmp/n/bin/cuda_forced_paths_test --gtest_filter='*Fused*' > $R/fused-tests-warm1.log 2>&1
+echo "forced-path fused tests rc $?"
+MOE_FUSED=1 timeout "$(cap 50 40)" /tmp/n/bin/cuda_fused_moe_test > $R/fused-moe-tests.log 2>&1
 echo "fused-MoE tests with MOE_FUSED=1 rc $?"
 grep -hE "^\[  (PASSED|FAILED)|\[fused fp8_block\] M=1" $R/fused-tests-warm*.log $R/fused-moe-tests.log | head -12
 pack
