@@ -5,7 +5,8 @@
 # than the old one whose code the x staging had already run. Now the code after the grid barrier runs twice
 # where a block waits there: a warm-up pass on this call's data storing nothing outside shared memory, then
 # the real one (MOE_FUSED_WARM_CODE=1, the default; 0: off). Its tests, then the A/B beside Auto, the timeline
-# and the model's decode step. Carry: .carry/s35d-gpu.tar.xz (bin/moe, the fused tests).
+# and the model's decode step. Carry: .carry/s35d-gpu.tar.xz (bin/moe, the fused tests) built from the branch
+# next/s35-warm-code (main keeps the fused kernel as the third call tested it; not run: no device time left).
 set -uo pipefail
 export END=${END:-190}
 source bench/plans/lib/gpu-env.sh

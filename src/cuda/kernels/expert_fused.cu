@@ -85,8 +85,8 @@ struct Geometry {
                       // (MOE_FUSED_L2_PREFETCH=1)
   int ahead;          // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
   int warp_tiles2;    // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
-  int warp_groups_h;  // fp8 h staged a warp per 128-group (MOE_FUSED_H_GROUPS, default 1), or stage_rows (0)
-  int warm_code;      // the post-barrier code's warm-up pass (MOE_FUSED_WARM_CODE, default 1)
+  int warp_groups_h;  // fp8 h staged a warp per 128-group (MOE_FUSED_H_GROUPS=1), or by stage_rows (0,
+                      // default)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -218,17 +218,16 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
 // before any is quantised. (stage_rows, 16 lanes a group, took ~3.4 us here at one token with L2 answering in
 // 0.25: its rolled walk over generic chunks; session 35.) Bytes of a step outside the group are zeroed: the
 // MMAs read whole steps.
-// Rows r < nrows of src (k_elems apart) are pairs row_ids[r] (or r without row_ids).
-__device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const uint16_t* src, const int* row_ids,
-                            int nrows, int k_elems, uint8_t* act, float* act_scale) {
+__device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const Plan& plan, uint8_t* act,
+                            float* act_scale) {
   constexpr int kBatch = 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int phase = a.w.phase, steps = geo.steps2, items = nrows * steps;
+  const int P = a.w.inter, phase = a.w.phase, steps = geo.steps2, items = plan.num_pairs * steps;
   const auto group = [&](int i, int& pair, int& b, int& g0, int& g1) {
-    pair = row_ids ? row_ids[i / steps] : i / steps;
+    pair = plan.sorted[i / steps];
     b = i % steps;
     g0 = max(0, b * kStepBytes - phase);
-    g1 = min(k_elems, (b + 1) * kStepBytes - phase);
+    g1 = min(P, (b + 1) * kStepBytes - phase);
   };
   for (int i0 = warp; i0 < items; i0 += kBatch * kConsumerWarps) {
     uint2 bits[kBatch];
@@ -240,8 +239,7 @@ __device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const uint1
         int pair, b, g0, g1;
         group(i, pair, b, g0, g1);
         const int k = g0 + lane * 4;
-        if (k < g1)
-          bits[u] = __ldcg(reinterpret_cast<const uint2*>(src + static_cast<size_t>(pair) * k_elems + k));
+        if (k < g1) bits[u] = __ldcg(reinterpret_cast<const uint2*>(a.h + static_cast<size_t>(pair) * P + k));
       }
     }
 #pragma unroll
@@ -282,25 +280,20 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint8_t* row_lo, c
   }
 }
 
-// The grid barrier, by thread 0 of each block's consumers between two consumer barriers, in two halves so
-// the block can work between them: grid_arrive (a release of everything the block wrote; true for the last
-// block, which resets the count to zero for the next call before it moves the generation on, releasing the
-// others), then grid_wait (acquire) for the generation to move. A spin of over two seconds means a block
-// could not become resident: trap rather than hang.
-__device__ bool grid_arrive(unsigned* bar) {
+// The grid barrier, by thread 0 of each block's consumers between two consumer barriers: arrive (a release
+// of everything the block wrote), and wait (acquire) for the last block, which resets the count to zero for
+// the next call before it moves the generation on. A spin of over two seconds means a block could not
+// become resident: trap rather than hang.
+__device__ void grid_barrier(unsigned* bar, unsigned gen) {
   unsigned arrived;
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
-  if (arrived != gridDim.x - 1) return false;
-  asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(bar) : "memory");
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar + 1) : "memory");
-  return true;
-}
-__device__ bool grid_passed(const unsigned* bar, unsigned gen) {
-  return load_acquire_gpu(bar + 1) != gen;
-}
-__device__ void grid_wait(const unsigned* bar, unsigned gen) {
+  if (arrived == gridDim.x - 1) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(bar) : "memory");
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar + 1) : "memory");
+    return;
+  }
   const unsigned long long t0 = globaltimer();
-  for (int spin = 0; !grid_passed(bar, gen); ++spin) {
+  for (int spin = 0; load_acquire_gpu(bar + 1) == gen; ++spin) {
     if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
   }
 }
@@ -583,12 +576,6 @@ __device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan&
   }
 }
 
-// bytes [0, n) of shared memory at p (16-byte aligned, n a multiple of 16) to zero, by the consumer threads.
-__device__ __forceinline__ void zero_shared(uint8_t* p, int n) {
-  for (int i = threadIdx.x * 16; i < n; i += kConsumers * 16)
-    *reinterpret_cast<uint4*>(p + i) = make_uint4(0u, 0u, 0u, 0u);
-}
-
 // The timeline's marks of stage-2 item q's data landing (its first items and its last).
 __device__ __forceinline__ void stage2_ready_stamps(const FusedArgs& a, const Share& sh, int q) {
   if (q == 0) stamp(a, kStage2First);
@@ -674,111 +661,73 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
   }
   stamp(a, kStage1Done);
   named_barrier_sync(kConsumerBarrier, kConsumers);
-  __shared__ int warm_pass;  // the block runs the warm-up pass (set by thread 0 between consumer barriers)
-  if (threadIdx.x == 0) {
-    const bool last = grid_arrive(a.barrier);
-    warm_pass = geo.warm_code && geo.warp_tiles2 && sh.n2 > 0 && !last;
+  if (threadIdx.x == 0) grid_barrier(a.barrier, barrier_gen);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kBarrierDone);
+
+  // The timeline's measure of one L2 round trip here (h's first word, read again by the staging below).
+  if (a.timeline && threadIdx.x == 0) {
+    // The store into the reduction scratch (free here) waits for the load; the clobber keeps the stamp's
+    // timer read after it.
+    red[0] = __uint_as_float(__ldcg(reinterpret_cast<const unsigned*>(a.h)));
+    asm volatile("" ::: "memory");
+    stamp(a, kHRoundTrip);
+  }
+  // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
+  if (kFp8 && geo.warp_groups_h)
+    stage_h_fp8(a, geo, plan, act, act_scale);
+  else
+    stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
+               geo.steps2, threadIdx.x, kConsumers);
+  named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kHStaged);
+  if (geo.warp_tiles2) {
+    // Warp by warp: the block's stage-2 tiles numbered in item order, warp w takes tiles w, w + 8, ... with
+    // all of each tile's K steps, so no cross-warp sums and no barrier per item: the warps' chains run side
+    // by side (in lockstep, ~2 us per item on data already in shared memory; session 35). Every warp waits
+    // for every item, so its arrival on the item's empty barrier is for that item's round.
+    int numbered = 0;  // tiles of the items before q
+    for (int q = 0; q < sh.n2; ++q) {
+      const int qq = sh.n1 + q, slot = qq % geo.slots;
+      const Item2 it = item2(geo, plan, sh, q);
+      const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
+      mbar_wait(&full[slot], (qq / geo.slots) & 1);
+      stage2_ready_stamps(a, sh, q);
+      for (int tile = ((warp - numbered) % kConsumerWarps + kConsumerWarps) % kConsumerWarps; tile < it.tiles;
+           tile += kConsumerWarps) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const Tile2 t =
+            stage2_tile_sum<F>(a, geo, plan, sh, it, tile, 0, 1, data, act, act_scale, scale2, acc);
+        store_tile2(geo, plan, sh, it, t, ys, acc);
+      }
+      if (q == 0) stamp(a, kStage2Computed);
+      numbered += it.tiles;
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
+  } else {
+    for (int q = 0; q < sh.n2; ++q) {
+      const int qq = sh.n1 + q, slot = qq % geo.slots;
+      mbar_wait(&full[slot], (qq / geo.slots) & 1);
+      stage2_ready_stamps(a, sh, q);
+      stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
+                     scale2, ys, red, par);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+    }
   }
   named_barrier_sync(kConsumerBarrier, kConsumers);
+  stamp(a, kStage2Done);
 
-  // Everything after the grid barrier runs twice where the block waits at the barrier (MOE_FUSED_WARM_CODE,
-  // default 1): first a warm-up pass, on data of this call, storing nothing outside shared memory, then the
-  // real one. This is code that each SM runs once per call, and ncu put the largest share of the kernel's
-  // warp stalls on instruction fetch (H200, session 35: no instruction 2.62 of 8.89 cycles per issued
-  // instruction); its phases took microseconds with L2 answering in 0.25 us (h staged in 3.4 us, one warp's
-  // first stage-2 tile 1.5 us), and a new h staging with fewer instructions was slower than the one whose
-  // code the x staging had run. So the warm-up pass fetches the instructions while the block would wait
-  // anyway: one loop run twice (not unrolled: the same instruction addresses). It stops early once the
-  // barrier has passed; the last block to arrive skips it. The warm-up reads x (the call's input) for h,
-  // the first stage-2 item's landed slot for every item, and the staging areas after zeroing them.
-#pragma unroll 1
-  for (int pass = warm_pass ? 0 : 1; pass < 2; ++pass) {
-    const bool real = pass == 1;
-    if (real) {
-      if (threadIdx.x == 0) grid_wait(a.barrier, barrier_gen);
-      named_barrier_sync(kConsumerBarrier, kConsumers);
-      stamp(a, kBarrierDone);
-      // The timeline's measure of one L2 round trip here (h's first word, read again by the staging
-      // below).
-      if (a.timeline && threadIdx.x == 0) {
-        // The store into the reduction scratch (free here) waits for the load; the clobber keeps the
-        // stamp's timer read after it.
-        red[0] = __uint_as_float(__ldcg(reinterpret_cast<const unsigned*>(a.h)));
-        asm volatile("" ::: "memory");
-        stamp(a, kHRoundTrip);
-      }
-    } else {
-      zero_shared(smem + geo.off_act, geo.off_act_scale - geo.off_act);
-      zero_shared(smem + geo.off_act_scale, geo.off_scale1 - geo.off_act_scale);
-      zero_shared(smem + geo.off_ys, geo.off_red - geo.off_ys);
-      mbar_wait(&full[sh.n1 % geo.slots], (sh.n1 / geo.slots) & 1);
-      named_barrier_sync(kConsumerBarrier, kConsumers);
+  // The combine of the block's rows: each token's slots in slot order (combine.cu's order), one rounding.
+  for (int i = threadIdx.x; i < M * sh.nrows; i += kConsumers) {
+    const int t = i / sh.nrows, r = i % sh.nrows;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      const int p = t * K + k;
+      if (plan.ids[p] >= 0) acc = fmaf(plan.weights[p], ys[p * geo.rows_per_block + r], acc);
     }
-    // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
-    const uint16_t* h_src = real ? a.h : a.x;
-    const int* h_rows = real ? plan.sorted : nullptr;
-    const int h_nrows = real ? plan.num_pairs : M, h_elems = real ? P : min(P, H);
-    if (kFp8 && geo.warp_groups_h)
-      stage_h_fp8(a, geo, h_src, h_rows, h_nrows, h_elems, act, act_scale);
-    else
-      stage_rows(h_src, h_rows, h_nrows, h_elems, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
-                 geo.steps2, threadIdx.x, kConsumers);
-    if (!real && threadIdx.x == 0) warm_pass = !grid_passed(a.barrier, barrier_gen);
-    named_barrier_sync(kConsumerBarrier, kConsumers);
-    if (!real && !warm_pass) continue;  // the barrier passed meanwhile: on to the real pass
-    if (real) stamp(a, kHStaged);
-    if (geo.warp_tiles2) {
-      // Warp by warp: the block's stage-2 tiles numbered in item order, warp w takes tiles w, w + 8, ...
-      // with all of each tile's K steps, so no cross-warp sums and no barrier per item: the warps' chains
-      // run side by side (in lockstep, ~2 us per item on data already in shared memory; session 35). Every
-      // warp waits for every item, so its arrival on the item's empty barrier is for that item's round.
-      int numbered = 0;  // tiles of the items before q
-      for (int q = 0; q < sh.n2; ++q) {
-        const int qq = sh.n1 + q, slot = qq % geo.slots;
-        const Item2 it = item2(geo, plan, sh, q);
-        const uint8_t* data = ring + static_cast<size_t>(real ? slot : sh.n1 % geo.slots) * geo.slot_bytes;
-        if (real) {
-          mbar_wait(&full[slot], (qq / geo.slots) & 1);
-          stage2_ready_stamps(a, sh, q);
-        }
-        for (int tile = ((warp - numbered) % kConsumerWarps + kConsumerWarps) % kConsumerWarps;
-             tile < it.tiles; tile += kConsumerWarps) {
-          float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          const Tile2 t =
-              stage2_tile_sum<F>(a, geo, plan, sh, it, tile, 0, 1, data, act, act_scale, scale2, acc);
-          store_tile2(geo, plan, sh, it, t, ys, acc);
-        }
-        if (real && q == 0) stamp(a, kStage2Computed);
-        numbered += it.tiles;
-        __syncwarp();
-        if (real && lane == 0) mbar_arrive(&empty[slot]);
-      }
-    } else {
-      for (int q = 0; q < sh.n2; ++q) {
-        const int qq = sh.n1 + q, slot = qq % geo.slots;
-        mbar_wait(&full[slot], (qq / geo.slots) & 1);
-        stage2_ready_stamps(a, sh, q);
-        stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
-                       scale2, ys, red, par);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[slot]);
-      }
-    }
-    named_barrier_sync(kConsumerBarrier, kConsumers);
-    if (real) stamp(a, kStage2Done);
-
-    // The combine of the block's rows: each token's slots in slot order (combine.cu's order), one rounding.
-    for (int i = threadIdx.x; i < M * sh.nrows; i += kConsumers) {
-      const int t = i / sh.nrows, r = i % sh.nrows;
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k) {
-        const int p = t * K + k;
-        if (plan.ids[p] >= 0) acc = fmaf(plan.weights[p], ys[p * geo.rows_per_block + r], acc);
-      }
-      if (real) a.out[static_cast<size_t>(t) * H + sh.n0 + r] = f32_to_bf16(acc);
-    }
-    // The warm-up's last reads of ys before the real pass writes it.
-    if (!real) named_barrier_sync(kConsumerBarrier, kConsumers);
+    a.out[static_cast<size_t>(t) * H + sh.n0 + r] = f32_to_bf16(acc);
   }
   stamp(a, kEnd);
 }
@@ -843,18 +792,14 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
     return v ? std::atoi(v) != 0 : 1;
   }();
   g.warp_tiles2 = warp_tiles;
-  // A measuring knob: 0 stages fp8 h by stage_rows as before (the same bits).
+  // A measuring knob, off by default: 1 stages fp8 h a warp per 128-group (the same bits), measured slower
+  // than stage_rows on the H200 (M=1 25.60 against 24.63 us; its code runs cold, stage_rows' ran for x;
+  // bench/results/2026-12-06-h200-13ec34c-fused-vs-auto.log).
   static const int h_groups = [] {
     const char* v = std::getenv("MOE_FUSED_H_GROUPS");
-    return v ? std::atoi(v) != 0 : 1;
+    return v ? std::atoi(v) != 0 : 0;
   }();
   g.warp_groups_h = h_groups;
-  // A measuring knob: 0 turns the warm-up pass off (the same bits either way).
-  static const int warm_code = [] {
-    const char* v = std::getenv("MOE_FUSED_WARM_CODE");
-    return v ? std::atoi(v) != 0 : 1;
-  }();
-  g.warm_code = warm_code;
   return g;
 }
 
