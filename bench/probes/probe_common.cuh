@@ -1,6 +1,6 @@
 #pragma once
-// What the standalone probes in bench/probes share: a CUDA-call check for main() and the shared-memory
-// mbarrier primitives their bulk copies (TMA) complete on.
+// What the standalone probes in bench/probes share: a CUDA-call check for main(), the shared-memory
+// mbarrier primitives their bulk copies (TMA) complete on, the timer, and the weight-stream loads.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,4 +31,45 @@ __device__ __forceinline__ void bar_wait(uint64_t* b, uint32_t parity) {
           "r"(saddr(b)),
       "r"(parity)
       : "memory");
+}
+
+__device__ __forceinline__ uint64_t evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+// 16 bytes of a stream read once (no L1 allocation, the L2 policy given).
+__device__ __forceinline__ uint4 ld_stream(const void* p, uint64_t pol) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(pol));
+  return v;
+}
+
+// A warp's step of a weight stream: 32 lanes x 8 x 16 bytes, as a swap-AB weight step.
+constexpr int kProbeStepBytes = 4096;
+// One warp streams `steps` consecutive steps from src by register loads one step ahead, as the swap-AB stages
+// do (step s + 1 requested before step s is used); returns a value of the bytes, to keep the loads.
+__device__ __forceinline__ unsigned stream_in_registers(const uint8_t* src, int steps, uint64_t pol) {
+  const int lane = threadIdx.x % 32;
+  unsigned acc = 0;
+  uint4 cur[8], nxt[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) cur[j] = ld_stream(src + (j * 32 + lane) * 16, pol);
+  for (int s = 0; s < steps; ++s) {
+    const uint8_t* n = src + static_cast<size_t>(s + 1 < steps ? s + 1 : steps - 1) * kProbeStepBytes;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) nxt[j] = ld_stream(n + (j * 32 + lane) * 16, pol);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc ^= cur[j].x ^ cur[j].w;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) cur[j] = nxt[j];
+  }
+  return acc ^ cur[0].y;
 }

@@ -24,28 +24,11 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kStreamWarps = 7;
-constexpr int kStepBytes = 4096;  // a warp's step: 32 lanes x 8 x 16 bytes, as a swap-AB weight step
+constexpr int kStepBytes = kProbeStepBytes;
 constexpr int kChainLoads = 96;
 constexpr int kChainEntries = 2048;  // each on its own 128-byte line: a 256 KB table
 enum Mode { kNone = 0, kRegisters = 1, kCpAsync = 2, kBulk = 3 };
 
-__device__ __forceinline__ uint64_t evict_first() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ uint4 ld_stream(const void* p, uint64_t pol) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-}
 __device__ __forceinline__ void cp16(void* dst, const void* src, uint64_t pol) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(saddr(dst)), "l"(src),
                "l"(pol)
@@ -108,20 +91,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint64_t pol = evict_first();
   unsigned acc = 0;
   if (mode == kRegisters) {
-    // One step ahead, as the swap-AB stages: step s + 1 requested before step s is used.
-    uint4 cur[8], nxt[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) cur[j] = ld_stream(src + (j * 32 + lane) * 16, pol);
-    for (int s = 0; s < steps; ++s) {
-      const uint8_t* n = src + static_cast<size_t>(min(s + 1, steps - 1)) * kStepBytes;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) nxt[j] = ld_stream(n + (j * 32 + lane) * 16, pol);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc ^= cur[j].x ^ cur[j].w;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) cur[j] = nxt[j];
-    }
-    acc ^= cur[0].y;
+    acc = stream_in_registers(src, steps, pol);
   } else if (mode == kCpAsync) {
     uint8_t* ring = smem + sw * depth * kStepBytes;
     for (int s = 0; s < steps; ++s) {
