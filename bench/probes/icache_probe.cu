@@ -125,11 +125,9 @@ int measure(int sms, const uint8_t* buf, size_t per_sm, float* pass_ns, float* s
 
 int main() {
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
-  const size_t per_sm =
-      (size_t{2} << 30) / sms / (kStreamWarps * kProbeStepBytes) * (kStreamWarps * kProbeStepBytes);
+  if (probe_device(sms, prop)) return 1;
+  const size_t per_sm = stream_bytes_per_sm(sms, kStreamWarps);
   uint8_t* buf = nullptr;
   float *pass_ns = nullptr, *sink = nullptr;
   CHECK(cudaMalloc(&buf, per_sm * sms));

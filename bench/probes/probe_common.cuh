@@ -73,3 +73,15 @@ __device__ __forceinline__ unsigned stream_in_registers(const uint8_t* src, int 
   }
   return acc ^ cur[0].y;
 }
+
+// Device 0's SM count and properties; nonzero on a CUDA error.
+inline int probe_device(int& sms, cudaDeviceProp& prop) {
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  return 0;
+}
+// Each SM's share of a 2 GB stream, whole steps for each of its `warps` stream warps.
+inline size_t stream_bytes_per_sm(int sms, int warps) {
+  const size_t unit = static_cast<size_t>(warps) * kProbeStepBytes;
+  return (size_t{2} << 30) / sms / unit * unit;
+}

@@ -127,10 +127,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 int main() {
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
-  const size_t per_sm = (size_t{2} << 30) / sms / (kStreamWarps * kStepBytes) * (kStreamWarps * kStepBytes);
+  if (probe_device(sms, prop)) return 1;
+  const size_t per_sm = stream_bytes_per_sm(sms, kStreamWarps);
   uint8_t* buf = nullptr;
   int* chain = nullptr;
   float* lat = nullptr;
