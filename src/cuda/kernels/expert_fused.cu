@@ -85,8 +85,7 @@ struct Geometry {
                       // (MOE_FUSED_L2_PREFETCH=1)
   int ahead;          // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
   int warp_tiles2;    // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
-  int warp_groups_h;  // fp8 h staged a warp per 128-group (MOE_FUSED_H_GROUPS=1), or by stage_rows (0,
-                      // default)
+  int warp_groups_h;  // fp8 h by stage_h_fp8 (MOE_FUSED_H_GROUPS=1) or stage_rows (0, the default)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -215,9 +214,10 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
 // Stage 2's fp8 activations: h of every pair with a local expert, as e4m3 codes and 1x128 scales into act
 // [pair] (as stage_rows writes them, the same bits: the same groups, amax, scale and codes), a warp per
 // (pair, group), 8 bytes a lane, the group's amax in one warp reduction; each warp's kBatch groups are loaded
-// before any is quantised. (stage_rows, 16 lanes a group, took ~3.4 us here at one token with L2 answering in
-// 0.25: its rolled walk over generic chunks; session 35.) Bytes of a step outside the group are zeroed: the
-// MMAs read whole steps.
+// before any is quantised. Bytes of a step outside the group are zeroed: the MMAs read whole steps. Written
+// because stage_rows took ~3.4 us here at one token with L2 answering in 0.25 us; it measured 1 us slower
+// still (H200, session 35: its code runs for the first time here, stage_rows' ran for x), so it is a
+// measuring knob (MOE_FUSED_H_GROUPS=1), off by default.
 __device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const Plan& plan, uint8_t* act,
                             float* act_scale) {
   constexpr int kBatch = 8;
