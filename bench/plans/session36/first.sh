@@ -7,7 +7,7 @@
 # launch to the next; then the warm-up pass's tests and A/B (session 35's fourth plan); then where the fused
 # kernel and the swap-AB stage 2 stall with the caches kept (NCU_CACHE_CONTROL=none).
 set -uo pipefail
-export END=${END:-400}
+export END=${END:-450}
 source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s35d-gpu.tar.xz /tmp/n
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
@@ -32,6 +32,13 @@ for round in 1 2; do
   done
 done
 pivot_rows $R/warm.log
+pack
+# The ring's size (session 35's first call, lockstep stage 2: 2 slots at 80 KB were 4 us faster at fp8 M=1
+# than 6 at 200 KB), on the op and in the model (a smaller block leaves room for the next kernels' blocks).
+env_ab_rows $R/smem.log MOE_FUSED_SMEM_KB "80 128 200" $M --shapes qwen3-30b-a3b --formats fp8_block \
+  --M 1,2,4 --paths fused
+pivot_rows $R/smem.log
+(export MOE_FUSED=1 && decode_ab $M $R/fused-smem-decode.log MOE_FUSED_SMEM_KB 80 200)
 pack
 MOE_FUSED_TIMELINE=1 timeout "$(cap 30 20)" $M bench --shapes qwen3-30b-a3b --formats fp8_block --M 1 \
   --paths fused > $R/fused-tl.log 2>&1
