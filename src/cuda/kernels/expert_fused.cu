@@ -81,11 +81,9 @@ struct Geometry {
   int hb, sb;                  // 128-blocks along H; fp8 scale blocks along P
   int max_items1, max_active;  // a block's stage-1 items and the call's active experts, at most
   int slot_bytes, slots;
-  int prefetch2;      // stage 2's rows requested into L2 once the ring's first fill is out
-                      // (MOE_FUSED_L2_PREFETCH=1)
-  int ahead;          // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
-  int warp_tiles2;    // stage 2 warp by warp (MOE_FUSED_WARP_TILES, default 1), or all warps per item (0)
-  int warp_groups_h;  // fp8 h by stage_h_fp8 (MOE_FUSED_H_GROUPS=1) or stage_rows (0, the default)
+  int prefetch2;  // stage 2's rows requested into L2 once the ring's first fill is out
+                  // (MOE_FUSED_L2_PREFETCH=1)
+  int ahead;      // items in flight at most (MOE_FUSED_AHEAD; 0: as many as the ring's free slots)
   int off_plan, off_act, off_act_scale, off_scale1, off_scale2, off_ys, off_red, off_ring, smem;
 };
 
@@ -207,52 +205,6 @@ __device__ __noinline__ void stage_rows(const uint16_t* src, const int* row_ids,
       }
       if (stored) *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);
       if (stored && lane % 16 == 0) act_scale[row_of(g) * steps + vc / 16] = s;
-    }
-  }
-}
-
-// Stage 2's fp8 activations: h of every pair with a local expert, as e4m3 codes and 1x128 scales into act
-// [pair] (as stage_rows writes them, the same bits: the same groups, amax, scale and codes), a warp per
-// (pair, group), 8 bytes a lane, the group's amax in one warp reduction; each warp's kBatch groups are loaded
-// before any is quantised. Bytes of a step outside the group are zeroed: the MMAs read whole steps. Written
-// because stage_rows took ~3.4 us here at one token with L2 answering in 0.25 us; it measured 1 us slower
-// still (H200, session 35: its code runs for the first time here, stage_rows' ran for x), so it is a
-// measuring knob (MOE_FUSED_H_GROUPS=1), off by default.
-__device__ void stage_h_fp8(const FusedArgs& a, const Geometry& geo, const Plan& plan, uint8_t* act,
-                            float* act_scale) {
-  constexpr int kBatch = 8;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int P = a.w.inter, phase = a.w.phase, steps = geo.steps2, items = plan.num_pairs * steps;
-  const auto group = [&](int i, int& pair, int& b, int& g0, int& g1) {
-    pair = plan.sorted[i / steps];
-    b = i % steps;
-    g0 = max(0, b * kStepBytes - phase);
-    g1 = min(P, (b + 1) * kStepBytes - phase);
-  };
-  for (int i0 = warp; i0 < items; i0 += kBatch * kConsumerWarps) {
-    uint2 bits[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * kConsumerWarps;
-      bits[u] = make_uint2(0u, 0u);
-      if (i < items) {
-        int pair, b, g0, g1;
-        group(i, pair, b, g0, g1);
-        const int k = g0 + lane * 4;
-        if (k < g1) bits[u] = __ldcg(reinterpret_cast<const uint2*>(a.h + static_cast<size_t>(pair) * P + k));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * kConsumerWarps;
-      if (i >= items) break;  // the same for the whole warp
-      int pair, b, g0, g1;
-      group(i, pair, b, g0, g1);
-      uint8_t* row = act + static_cast<size_t>(pair) * geo.act_row2;
-      const int pos = b * kStepBytes + lane * 4;
-      if (pos < g0 + phase || pos >= g1 + phase) *reinterpret_cast<uint32_t*>(row + pos) = 0u;
-      const float sc = warp_fp8_codes_from_bits(bits[u], g0, g1, row + phase);
-      if (lane == 0) act_scale[pair * steps + b] = sc;
     }
   }
 }
@@ -487,14 +439,14 @@ __device__ __forceinline__ Item2 item2(const Geometry& geo, const Plan& plan, co
   return it;
 }
 
-// Tile `tile` of item `it` in slot `data` (its expert's pairs as columns): this lane's part of the K steps
-// kp, kp + per, ... of the 16 x 8 MMA tile, into acc; returns the tile's expert slot s, pair range and rows.
+// Tile `tile` of item `it` in slot `data` (its expert's pairs as columns): this lane's part of the 16 x 8 MMA
+// tile over all its K steps, into acc; returns the tile's expert slot s, pair range and rows.
 struct Tile2 {
   int s, begin, n, row_a;
 };
 template <WFormat F>
 __device__ __forceinline__ Tile2 stage2_tile_sum(const FusedArgs& a, const Geometry& geo, const Plan& plan,
-                                                 const Share& sh, const Item2& it, int tile, int kp, int per,
+                                                 const Share& sh, const Item2& it, int tile,
                                                  const uint8_t* data, const uint8_t* act,
                                                  const float* act_scale, const float* scale2,
                                                  float (&acc)[4]) {
@@ -517,7 +469,7 @@ __device__ __forceinline__ Tile2 stage2_tile_sum(const FusedArgs& a, const Geome
   const int p1 = 2 * tig + 1 < t.n ? plan.sorted[t.begin + 2 * tig + 1] : -1;
   const float* sw_lo = scale2 + (t.s * 2 + (it.r0 + t.row_a) / 128 - rb0) * geo.sb;
   const float* sw_hi = scale2 + (t.s * 2 + min(it.r0 + t.row_a + 8, it.r0 + it.nr - 1) / 128 - rb0) * geo.sb;
-  for (int b = kp; b < geo.steps2; b += per) {
+  for (int b = 0; b < geo.steps2; ++b) {
     float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     mma_step<kFp8>(kFp8 ? part : acc, lo, hi, b * kStepBytes - phase_bytes, geo.row_bytes2, b_row,
                    b * kStepBytes);
@@ -545,43 +497,6 @@ __device__ __forceinline__ void store_tile2(const Geometry& geo, const Plan& pla
     if (col < t.n && row < it.nr)
       ys[plan.sorted[t.begin + col] * geo.rows_per_block + out_row + 8 * (c >> 1)] = tot[c];
   }
-}
-
-// Stage 2, item q in slot `data`, all consumer warps in lockstep (MOE_FUSED_WARP_TILES=0): the warps take
-// the item's tiles in rounds, `per` warps a tile splitting its K steps; the first of them adds the tile's
-// parts in warp order. One consumer barrier per round.
-template <WFormat F>
-__device__ void stage2_item(const FusedArgs& a, const Geometry& geo, const Plan& plan, const Share& sh, int q,
-                            const uint8_t* data, const uint8_t* act, const float* act_scale,
-                            const float* scale2, float* ys, float* red, int& par) {
-  const int warp = threadIdx.x / 32;
-  const Item2 it = item2(geo, plan, sh, q);
-  const int per = kConsumerWarps / min(it.tiles, kConsumerWarps), concurrent = kConsumerWarps / per;
-  for (int first = 0; first < it.tiles; first += concurrent) {
-    const int tile = first + warp / per, kp = warp % per;
-    const bool live = warp / per < concurrent && tile < it.tiles;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    Tile2 t{};
-    if (live) t = stage2_tile_sum<F>(a, geo, plan, sh, it, tile, kp, per, data, act, act_scale, scale2, acc);
-    if (q == 0 && first == 0) stamp(a, kStage2Computed);
-    *red_slot(red, par, warp) = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    named_barrier_sync(kConsumerBarrier, kConsumers);
-    if (q == 0 && first == 0) stamp(a, kStage2Reduced);
-    if (live && kp == 0) {
-      float tot[4];
-      sum_parts(red, par, warp, per, tot);
-      store_tile2(geo, plan, sh, it, t, ys, tot);
-    }
-    par ^= 1;
-  }
-}
-
-// The timeline's marks of stage-2 item q's data landing (its first items and its last).
-__device__ __forceinline__ void stage2_ready_stamps(const FusedArgs& a, const Share& sh, int q) {
-  if (q == 0) stamp(a, kStage2First);
-  if (q == 1) stamp(a, kStage2Second);
-  if (q == 2) stamp(a, kStage2Third);
-  if (q == sh.n2 - 1) stamp(a, kStage2Last);
 }
 
 template <WFormat F>
@@ -674,47 +589,35 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(FusedArgs a, Geometr
     stamp(a, kHRoundTrip);
   }
   // Stage 2's activations: h of every pair with a local expert (x is no longer needed).
-  if (kFp8 && geo.warp_groups_h)
-    stage_h_fp8(a, geo, plan, act, act_scale);
-  else
-    stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
-               geo.steps2, threadIdx.x, kConsumers);
+  stage_rows(a.h, plan.sorted, plan.num_pairs, P, kFp8 ? a.w.phase : 0, kFp8, act, geo.act_row2, act_scale,
+             geo.steps2, threadIdx.x, kConsumers);
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kHStaged);
-  if (geo.warp_tiles2) {
-    // Warp by warp: the block's stage-2 tiles numbered in item order, warp w takes tiles w, w + 8, ... with
-    // all of each tile's K steps, so no cross-warp sums and no barrier per item: the warps' chains run side
-    // by side (in lockstep, ~2 us per item on data already in shared memory; session 35). Every warp waits
-    // for every item, so its arrival on the item's empty barrier is for that item's round.
-    int numbered = 0;  // tiles of the items before q
-    for (int q = 0; q < sh.n2; ++q) {
-      const int qq = sh.n1 + q, slot = qq % geo.slots;
-      const Item2 it = item2(geo, plan, sh, q);
-      const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
-      mbar_wait(&full[slot], (qq / geo.slots) & 1);
-      stage2_ready_stamps(a, sh, q);
-      for (int tile = ((warp - numbered) % kConsumerWarps + kConsumerWarps) % kConsumerWarps; tile < it.tiles;
-           tile += kConsumerWarps) {
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const Tile2 t =
-            stage2_tile_sum<F>(a, geo, plan, sh, it, tile, 0, 1, data, act, act_scale, scale2, acc);
-        store_tile2(geo, plan, sh, it, t, ys, acc);
-      }
-      if (q == 0) stamp(a, kStage2Computed);
-      numbered += it.tiles;
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
+  // Warp by warp: the block's stage-2 tiles numbered in item order, warp w takes tiles w, w + 8, ... with
+  // all of each tile's K steps, so no cross-warp sums and no barrier per item: the warps' chains run side
+  // by side (all warps in lockstep on each tile took ~2 us per item on data already in shared memory: fp8
+  // M=1 30.7 against 26.6 us, H100, session 35). Every warp waits for every item, so its arrival on the
+  // item's empty barrier is for that item's round.
+  int numbered = 0;  // tiles of the items before q
+  for (int q = 0; q < sh.n2; ++q) {
+    const int qq = sh.n1 + q, slot = qq % geo.slots;
+    const Item2 it = item2(geo, plan, sh, q);
+    const uint8_t* data = ring + static_cast<size_t>(slot) * geo.slot_bytes;
+    mbar_wait(&full[slot], (qq / geo.slots) & 1);
+    if (q == 0) stamp(a, kStage2First);
+    if (q == 1) stamp(a, kStage2Second);
+    if (q == 2) stamp(a, kStage2Third);
+    if (q == sh.n2 - 1) stamp(a, kStage2Last);
+    for (int tile = ((warp - numbered) % kConsumerWarps + kConsumerWarps) % kConsumerWarps; tile < it.tiles;
+         tile += kConsumerWarps) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const Tile2 t = stage2_tile_sum<F>(a, geo, plan, sh, it, tile, data, act, act_scale, scale2, acc);
+      store_tile2(geo, plan, sh, it, t, ys, acc);
     }
-  } else {
-    for (int q = 0; q < sh.n2; ++q) {
-      const int qq = sh.n1 + q, slot = qq % geo.slots;
-      mbar_wait(&full[slot], (qq / geo.slots) & 1);
-      stage2_ready_stamps(a, sh, q);
-      stage2_item<F>(a, geo, plan, sh, q, ring + static_cast<size_t>(slot) * geo.slot_bytes, act, act_scale,
-                     scale2, ys, red, par);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
-    }
+    if (q == 0) stamp(a, kStage2Computed);
+    numbered += it.tiles;
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[slot]);
   }
   named_barrier_sync(kConsumerBarrier, kConsumers);
   stamp(a, kStage2Done);
@@ -786,20 +689,6 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
     return v ? std::max(0, std::atoi(v)) : 0;
   }();
   g.ahead = ahead;
-  // A measuring knob: 0 puts back stage 2's lockstep items (all warps on each tile round, one barrier each).
-  static const int warp_tiles = [] {
-    const char* v = std::getenv("MOE_FUSED_WARP_TILES");
-    return v ? std::atoi(v) != 0 : 1;
-  }();
-  g.warp_tiles2 = warp_tiles;
-  // A measuring knob, off by default: 1 stages fp8 h a warp per 128-group (the same bits), measured slower
-  // than stage_rows on the H200 (M=1 25.60 against 24.63 us; its code runs cold, stage_rows' ran for x;
-  // bench/results/2026-12-06-h200-13ec34c-fused-vs-auto.log).
-  static const int h_groups = [] {
-    const char* v = std::getenv("MOE_FUSED_H_GROUPS");
-    return v ? std::atoi(v) != 0 : 0;
-  }();
-  g.warp_groups_h = h_groups;
   return g;
 }
 

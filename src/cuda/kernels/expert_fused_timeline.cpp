@@ -11,12 +11,23 @@
 
 namespace moe::cuda {
 
-const char* const kTimelineEventNames[kEvents] = {
-    "start",          "waited",       "routed, x staged",     "planned",
-    "scales loaded",  "first item",   "stage 1 done",         "barrier passed",
-    "h round trip",   "h staged",     "stage 2 item 1 ready", "item 1 MMAs done",
-    "item 1 barrier", "item 2 ready", "item 3 ready",         "last item ready",
-    "stage 2 done",   "end"};
+const char* const kTimelineEventNames[kEvents] = {"start",
+                                                  "waited",
+                                                  "routed, x staged",
+                                                  "planned",
+                                                  "scales loaded",
+                                                  "first item",
+                                                  "stage 1 done",
+                                                  "barrier passed",
+                                                  "h round trip",
+                                                  "h staged",
+                                                  "stage 2 item 1 ready",
+                                                  "item 1 MMAs done",
+                                                  "item 2 ready",
+                                                  "item 3 ready",
+                                                  "last item ready",
+                                                  "stage 2 done",
+                                                  "end"};
 
 unsigned long long* fused_timeline_buffer() {
   static unsigned long long* buffer =

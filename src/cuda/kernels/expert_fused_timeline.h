@@ -15,8 +15,7 @@ enum TimelineEvent : int {
   kHRoundTrip,  // thread 0's one L2 read of h after the barrier returned (the round trip then)
   kHStaged,
   kStage2First,
-  kStage2Computed,  // warp 0 through its MMAs of stage 2's first item (first round)
-  kStage2Reduced,   // and through that round's barrier
+  kStage2Computed,  // warp 0 through its tiles of stage 2's first item
   kStage2Second,    // the next items of stage 2 ready (their slots' data landed)
   kStage2Third,
   kStage2Last,

@@ -782,9 +782,7 @@ int column_tiles(const ExpertWeightsDev& w, int max_pairs) {
 // passes), so the blocks of a call with many experts reuse their staged tokens over several tiles instead of
 // running many short waves. It never changes a dot product.
 int tiles_per_block(int groups, int tiles, int blocks_per_sm) {
-  const int setting = swap_ab_slots_per_sm();
-  const int slots = setting > 0 ? std::min(setting, blocks_per_sm) : blocks_per_sm;
-  return swap_ab_tiles_per_block(groups, tiles, static_cast<long>(sm_count()) * slots);
+  return swap_ab_tiles_per_block(groups, tiles, static_cast<long>(sm_count()) * blocks_per_sm);
 }
 
 std::atomic<long long> blocks_launched{0};
@@ -909,7 +907,6 @@ int launch_stage(const GemvArgs& a, const SwapAbInputs& in, cudaStream_t stream)
 namespace {
 EnvCount combine_max_tokens("MOE_SWAP_AB_COMBINE", 1, 0, kByTokenMax);
 EnvCount l2_ahead_setting("MOE_SWAP_AB_L2_AHEAD", 0, 0, 3);
-EnvCount slots_per_sm_setting("MOE_SWAP_AB_SLOTS_PER_SM", 0, 0, 2);
 EnvSwitch fp8_pairs_early_switch("MOE_SWAP_AB_FP8_PAIRS_EARLY", true);
 // kBalanceShortK by default: session 29 (H100) measured the TP8 stage 2s (2 steps) 10-20 % faster balanced
 // at 1-32 tokens (Qwen3-235B-A22B TP8 fp8 M=8 63.3 against 73.6 us, DeepSeek-V3 TP8 M=16 184.9 against
@@ -962,10 +959,6 @@ int swap_ab_l2_ahead() {
 
 void set_swap_ab_l2_ahead(int steps) {
   l2_ahead_setting.set(steps);
-}
-
-int swap_ab_slots_per_sm() {
-  return slots_per_sm_setting.get();
 }
 
 long long swap_ab_blocks_launched() {

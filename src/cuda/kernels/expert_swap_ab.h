@@ -76,13 +76,6 @@ int swap_ab_tiles_per_block(int groups, int tiles, long block_slots);
 int swap_ab_l2_ahead();
 void set_swap_ab_l2_ahead(int steps);
 
-// Block slots per SM that the launches size their row tiles per block for (0: the kernel's blocks per SM, 2
-// for the decode kernels). MOE_SWAP_AB_SLOTS_PER_SM=1 (session 34, for measuring): half the blocks, each
-// walking twice the tiles, so half the weight bytes in flight: the queue-latency probe found the H100's L2
-// hits 3.5x slower at the stages' 64 KB in flight per SM than at 28 KB, for ~3 % more bandwidth. Never
-// changes a dot product.
-int swap_ab_slots_per_sm();
-
 // Whether the fp8 stage 2 reads its first pass's pairs (the grouping) before its wait, so that after it the
 // h rows are requested at once: one dependent round trip fewer after the wait (bf16 does it already, with a
 // check, because its stage 1 may write the grouping itself; an fp8 call always has a prologue). On unless
