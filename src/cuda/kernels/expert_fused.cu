@@ -20,6 +20,7 @@
 #include <cstdlib>
 
 #include "core/codecs.h"
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/act_quant.cuh"
@@ -641,6 +642,14 @@ int align128(long v) {
   return static_cast<int>((v + 127) / 128 * 128);
 }
 
+// Measuring knobs, off by default. MOE_FUSED_L2_PREFETCH: on the H200 the prefetch was flat for fp8 and
+// 3.7 us slower for bf16 at one token (bench/results/2026-12-04-h200-fused-mma-stage2-items.txt).
+// MOE_FUSED_AHEAD: the read bandwidth reaches its knee at ~28 KB in flight per SM on the H100 (~56 on the
+// H200, bench/probes/queue_latency_probe.cu), and every byte past it makes every L2 hit (x, h, the barrier,
+// the next instructions) wait longer; a full ring keeps up to 6 items of 32 KB (fp8, H = 2048) in flight.
+EnvSwitch l2_prefetch_switch("MOE_FUSED_L2_PREFETCH", false);
+EnvCount ahead_setting("MOE_FUSED_AHEAD", 0, 0, kMaxSlots);
+
 // The call's geometry for M tokens, or slots < 2 when it does not fit.
 Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   Geometry g{};
@@ -674,21 +683,8 @@ Geometry geometry(const ExpertWeightsDev& w, const RouterParams& r, int M) {
   g.slots = static_cast<int>(
       std::min<long>(kMaxSlots, std::max<long>(0, smem_budget() - g.off_ring) / g.slot_bytes));
   g.smem = g.off_ring + g.slots * g.slot_bytes;
-  // A measuring knob, off by default: on the H200 the prefetch was flat for fp8 and 3.7 us slower for bf16 at
-  // one token (bench/results/2026-12-04-h200-fused-mma-stage2-items.txt).
-  static const bool prefetch = [] {
-    const char* v = std::getenv("MOE_FUSED_L2_PREFETCH");
-    return v && std::atoi(v) != 0;
-  }();
-  g.prefetch2 = prefetch ? 1 : 0;
-  // A measuring knob, off by default: the read bandwidth reaches its knee at ~28 KB in flight per SM (H100,
-  // bench/probes/queue_latency_probe.cu), and every byte past it makes every L2 hit (x, h, the barrier, the
-  // next instructions) wait longer; a full ring keeps up to 6 items of 32 KB (fp8, H = 2048) in flight.
-  static const int ahead = [] {
-    const char* v = std::getenv("MOE_FUSED_AHEAD");
-    return v ? std::max(0, std::atoi(v)) : 0;
-  }();
-  g.ahead = ahead;
+  g.prefetch2 = l2_prefetch_switch.get() ? 1 : 0;
+  g.ahead = ahead_setting.get();
   return g;
 }
 
