@@ -12,12 +12,12 @@ unpack_carry .carry/s36-both.tar.xz /tmp/carry
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 W=/tmp/carry/warm
 if [ -x .carry/icache_probe ]; then
-  timeout "$(cap 40 30)" .carry/icache_probe > $R/icache.log 2>&1
+  timeout "$(cap 25 30)" .carry/icache_probe > $R/icache.log 2>&1
   echo "icache probe rc $?"
   cat $R/icache.log
   pack
 fi
-quick_gpu_check /tmp/carry/bin 150
+quick_gpu_check /tmp/carry/bin "${GC_RESERVE:-150}"
 pack
 timeout "$(cap 40 60)" $W/cuda_forced_paths_test --gtest_filter='*Fused*' > $R/fused-tests.log 2>&1
 echo "warm: forced-path fused tests rc $?"
