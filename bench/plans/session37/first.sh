@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 37's first plan (written at the end of session 36, which got one H100 call): on an H200, the quick
+# gpu-check the H200 column of docs/performance.md has waited for since session 32; then where Auto's
+# one-token stages stall with the caches kept (ncu, NCU_CACHE_CONTROL none against all: the icache probe put
+# first-time code at ~40-60 ns per KB on an idle SM); then, for the H200's mid-M gap (M=16..256 at 1.5-1.9x
+# the floor against 1.17-1.32x on an H100, same kernels), the swap-AB stages' per-block timeline at 16 and 48
+# tokens and the grouped GEMM's cycle accounting at 64 and 256. Carry: .carry/s37-gpu.tar.xz (main's
+# binaries at dac7006's kernels as scripts/pack-gpu-carry packs them, plus bin/moe-measuring:
+# scripts/build-measuring "MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES").
+set -uo pipefail
+export END=${END:-560}
+source bench/plans/lib/gpu-env.sh
+unpack_carry .carry/s37-gpu.tar.xz /tmp/carry
+rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
+B=/tmp/carry/bin
+quick_gpu_check $B "${GC_RESERVE:-200}"
+pack
+args="bench --shapes qwen3-30b-a3b --formats fp8_block --M 1 --copies 2"
+# swap_ab_kernel launches alternate stage 1, stage 2: an odd skip lands on a stage 2.
+for run in "21 none" "21 all" "20 none"; do
+  set -- $run
+  [ "$(cap 25 90)" -lt 25 ] && break
+  mkdir -p $R/s$1-$2
+  BENCH_ARGS="$args" NCU_SKIP=$1 NCU_SAMPLING=0 NCU_CACHE_CONTROL=$2 OUT=$R/s$1-$2 timeout "$(cap 50 90)" \
+    scripts/profile-stalls swap_ab_kernel $B/moe > $R/s$1-$2/run.log 2>&1
+  echo "stalls skip $1 cache $2 rc $? t=$(el)"
+  grep -E "Duration|Warp Cycles Per Issued|No Instruction|Stall Wait|Stall Barrier|Long Scoreboard" \
+    $R/s$1-$2/stalls-*-details.txt 2>/dev/null | head -6
+  rm -f $R/*/*.ncu-rep
+  pack
+done
+for m in 16 48; do
+  [ "$(cap 25 30)" -lt 25 ] && break
+  MOE_SWAP_AB_TIMELINE=1 timeout "$(cap 30 30)" $B/moe-measuring bench --shapes qwen3-30b-a3b --formats fp8_block \
+    --M $m --paths auto > $R/swtl-m$m.log 2>&1
+  echo "swap-AB timeline M=$m rc $?"
+  grep -E "^qwen3|stage" $R/swtl-m$m.log | tail -14
+  pack
+done
+if [ "$(cap 25 0)" -ge 25 ]; then
+  timeout "$(cap 40 0)" $B/moe-measuring bench --shapes qwen3-30b-a3b --formats fp8_block --M 64,256 \
+    > $R/cycles.log 2>&1
+  echo "grouped GEMM cycles rc $?"
+  grep -vE "^moe|^#" $R/cycles.log | head -30
+fi
+pack
+echo "done t=$(el)"
