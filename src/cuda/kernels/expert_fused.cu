@@ -363,10 +363,10 @@ __device__ __forceinline__ float4* red_slot(float* red, int par, int warp) {
   return reinterpret_cast<float4*>(red) + (par * kConsumerWarps + warp) * 32 + threadIdx.x % 32;
 }
 
-// This lane's tile parts of warps [w0, w0 + n) added in warp order.
-__device__ __forceinline__ void sum_parts(float* red, int par, int w0, int n, float (&tot)[4]) {
+// This lane's tile parts of every consumer warp added in warp order.
+__device__ __forceinline__ void sum_parts(float* red, int par, float (&tot)[4]) {
   tot[0] = tot[1] = tot[2] = tot[3] = 0.0f;
-  for (int w = w0; w < w0 + n; ++w) {
+  for (int w = 0; w < kConsumerWarps; ++w) {
     const float4 v = *red_slot(red, par, w);
     tot[0] += v.x;
     tot[1] += v.y;
@@ -414,7 +414,7 @@ __device__ void stage1_item(const FusedArgs& a, const Geometry& geo, const Plan&
   par ^= 1;
   if (warp != 0) return;
   float tot[4];
-  sum_parts(red, used, 0, kConsumerWarps, tot);
+  sum_parts(red, used, tot);
   const int col = c0 + gid;
   if (t0 < n)
     a.h[static_cast<size_t>(plan.sorted[begin + t0]) * P + col] =
