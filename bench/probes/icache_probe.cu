@@ -127,11 +127,10 @@ int main() {
   int sms = 0;
   cudaDeviceProp prop{};
   if (probe_device(sms, prop)) return 1;
-  const size_t per_sm = stream_bytes_per_sm(sms, kStreamWarps);
   uint8_t* buf = nullptr;
+  size_t per_sm = 0;
+  if (alloc_stream(sms, kStreamWarps, buf, per_sm)) return 1;
   float *pass_ns = nullptr, *sink = nullptr;
-  CHECK(cudaMalloc(&buf, per_sm * sms));
-  CHECK(cudaMemset(buf, 1, per_sm * sms));
   CHECK(cudaMalloc(&pass_ns, static_cast<size_t>(sms) * 8));
   CHECK(cudaMalloc(&sink, static_cast<size_t>(sms) * 4));
   std::printf("icache probe: %s, %d SMs; warp 0 runs the code twice per launch, 7 warps stream or idle\n",

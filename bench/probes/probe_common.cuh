@@ -85,3 +85,10 @@ inline size_t stream_bytes_per_sm(int sms, int warps) {
   const size_t unit = static_cast<size_t>(warps) * kProbeStepBytes;
   return (size_t{2} << 30) / sms / unit * unit;
 }
+// The stream's buffer (stream_bytes_per_sm for each SM), filled: per_sm is each SM's share.
+inline int alloc_stream(int sms, int warps, uint8_t*& buf, size_t& per_sm) {
+  per_sm = stream_bytes_per_sm(sms, warps);
+  CHECK(cudaMalloc(&buf, per_sm * sms));
+  CHECK(cudaMemset(buf, 1, per_sm * sms));
+  return 0;
+}

@@ -129,13 +129,12 @@ int main() {
   int sms = 0;
   cudaDeviceProp prop{};
   if (probe_device(sms, prop)) return 1;
-  const size_t per_sm = stream_bytes_per_sm(sms, kStreamWarps);
   uint8_t* buf = nullptr;
+  size_t per_sm = 0;
+  if (alloc_stream(sms, kStreamWarps, buf, per_sm)) return 1;
   int* chain = nullptr;
   float* lat = nullptr;
   unsigned long long* sink = nullptr;
-  CHECK(cudaMalloc(&buf, per_sm * sms));
-  CHECK(cudaMemset(buf, 1, per_sm * sms));
   // A random cycle over kChainEntries entries, each on its own 128-byte line (entry i at int 32 * i).
   std::vector<int> order(kChainEntries), table(kChainEntries * 32, 0);
   for (int i = 0; i < kChainEntries; ++i) order[i] = i;
