@@ -17,6 +17,10 @@
 #   pivot_rows LOG             op_rows lines regrouped by shape, format and M, each variant's time beside the
 #                              others' (what an A/B reads)
 #   prologue_ncu SHAPE BIN..   ncu's time of each binary's one-block prologue at one token (fp8, SHAPE)
+#   one_token_stalls MOE RES "SKIP CACHE".. scripts/profile-stalls of Auto's one-token swap-AB stages
+#                              (Qwen3-30B-A3B fp8), one run per "SKIP CACHE" pair (an odd skip lands on a
+#                              stage 2; CACHE: ncu's --cache-control, all or none) into $R/sSKIP-CACHE, each
+#                              capped so RES seconds stay for the plan; prints each run's stall rows
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
 #   read_sweep MOE             `MOE bench --read-sweep` into $R/read-sweep.log (40 s at most); prints its rows
@@ -104,6 +108,23 @@ pivot_rows() {
   awk '{print $1, $2, $3, $4, $5, $6}' "$1" | sort -k3,3 -k4,4 -k5,5n -k2,2 -k1,1 |
     awk '{k=$3" "$4" "$5; if (k!=last) {printf "\n%s %s M=%s:", $3, $4, $5; last=k} printf " %s/%s %s", $1, $2, $6}'
   echo
+}
+one_token_stalls() {
+  local moe=$1 res=$2 run
+  shift 2
+  local args="bench --shapes qwen3-30b-a3b --formats fp8_block --M 1 --copies 2"
+  for run in "$@"; do
+    set -- $run
+    [ "$(cap 25 "$res")" -lt 25 ] && break
+    mkdir -p $R/s$1-$2
+    BENCH_ARGS="$args" NCU_SKIP=$1 NCU_SAMPLING=0 NCU_CACHE_CONTROL=$2 OUT=$R/s$1-$2 \
+      timeout "$(cap 50 "$res")" scripts/profile-stalls swap_ab_kernel "$moe" > $R/s$1-$2/run.log 2>&1
+    echo "stalls skip $1 cache $2 rc $? t=$(el)"
+    grep -E "Duration|Warp Cycles Per Issued|No Instruction|Stall Wait|Stall Barrier|Long Scoreboard" \
+      $R/s$1-$2/stalls-*-details.txt 2>/dev/null | head -6
+    rm -f $R/*/*.ncu-rep
+    pack
+  done
 }
 prologue_ncu() {
   local shape=$1 b ncu

@@ -15,20 +15,7 @@ rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 B=/tmp/carry/bin
 quick_gpu_check $B "${GC_RESERVE:-200}"
 pack
-args="bench --shapes qwen3-30b-a3b --formats fp8_block --M 1 --copies 2"
-# swap_ab_kernel launches alternate stage 1, stage 2: an odd skip lands on a stage 2.
-for run in "21 none" "21 all" "20 none"; do
-  set -- $run
-  [ "$(cap 25 90)" -lt 25 ] && break
-  mkdir -p $R/s$1-$2
-  BENCH_ARGS="$args" NCU_SKIP=$1 NCU_SAMPLING=0 NCU_CACHE_CONTROL=$2 OUT=$R/s$1-$2 timeout "$(cap 50 90)" \
-    scripts/profile-stalls swap_ab_kernel $B/moe > $R/s$1-$2/run.log 2>&1
-  echo "stalls skip $1 cache $2 rc $? t=$(el)"
-  grep -E "Duration|Warp Cycles Per Issued|No Instruction|Stall Wait|Stall Barrier|Long Scoreboard" \
-    $R/s$1-$2/stalls-*-details.txt 2>/dev/null | head -6
-  rm -f $R/*/*.ncu-rep
-  pack
-done
+one_token_stalls $B/moe 90 "21 none" "21 all" "20 none"
 for m in 16 48; do
   [ "$(cap 25 30)" -lt 25 ] && break
   MOE_SWAP_AB_TIMELINE=1 timeout "$(cap 30 30)" $B/moe-measuring bench --shapes qwen3-30b-a3b --formats fp8_block \
