@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 37's first plan (written at the end of session 36, which got one H100 call): on an H200, the quick
-# gpu-check the H200 column of docs/performance.md has waited for since session 32; then where Auto's
+# gpu-check the H200 column of docs/performance.md has waited for since session 32; then (added in session 37)
+# Auto's fp8 and bf16 paths forced against each other from 8 to 128 tokens; then where Auto's
 # one-token stages stall with the caches kept (ncu, NCU_CACHE_CONTROL none against all: the icache probe put
 # first-time code at ~40-60 ns per KB on an idle SM); then, for the H200's mid-M gap (M=16..256 at 1.5-1.9x
 # the floor against 1.17-1.32x on an H100, same kernels), the swap-AB stages' per-block timeline at 16 and 48
@@ -15,7 +16,16 @@ rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 B=/tmp/carry/bin
 quick_gpu_check $B "${GC_RESERVE:-200}"
 pack
-one_token_stalls $B/moe 90 "21 none" "21 all" "20 none"
+# Auto's path thresholds were all measured on H100s; on the H200 fp8 runs at 1.5-1.9x its floor from 16 to
+# 256 tokens where bf16 runs at 1.16-1.27x: the swap-AB stages' fp8 mma.sync is emulated through f16
+# conversions (ALU a weight byte) that a faster memory may expose. Both paths forced, each M.
+if [ "$(cap 100 150)" -ge 60 ]; then
+  PT_SHAPES=qwen3-30b-a3b PT_FORMATS=fp8_block,bf16 PT_M=8,16,24,32,48,64,128 timeout "$(cap 100 150)" \
+    scripts/path-thresholds $B/moe > $R/path-thresholds.log 2>&1
+  echo "path thresholds rc $?"
+  grep -vE "^path-thresholds:" $R/path-thresholds.log | tail -16
+  pack
+fi
 for m in 16 48; do
   [ "$(cap 25 30)" -lt 25 ] && break
   MOE_SWAP_AB_TIMELINE=1 timeout "$(cap 30 30)" $B/moe-measuring bench --shapes qwen3-30b-a3b --formats fp8_block \
@@ -30,5 +40,7 @@ if [ "$(cap 25 0)" -ge 25 ]; then
   echo "grouped GEMM cycles rc $?"
   grep -vE "^moe|^#" $R/cycles.log | head -30
 fi
+pack
+one_token_stalls $B/moe 10 "21 none" "21 all" "20 none"
 pack
 echo "done t=$(el)"
