@@ -12,4 +12,12 @@ namespace moe::cuda {
 
 CUtensorMap swizzled_row_tile_map(const void* base, int elem_bytes, int64_t cols, int64_t rows, int box_rows);
 
+// Stage 1's fp8 weights w13 [experts][2][inter][k_bytes] (gate rows, then up rows) as a 5-D tensor (K byte,
+// row in a group of `group_rows`, gate or up, group, expert), copied in one box of 128 bytes x group_rows x 2
+// x `groups` x 1: a tile whose rows interleave gate and up per group_rows (group q's gate rows, then its up
+// rows), the layout tma_gate_up_tile's 2 x groups boxes make, in one copy. Needs inter % group_rows == 0.
+// Groups past the expert's outputs are zeros.
+CUtensorMap gate_up_tile_map(const void* w13, int64_t k_bytes, int experts, int inter, int group_rows,
+                             int groups);
+
 }  // namespace moe::cuda

@@ -312,12 +312,14 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // (grouped_gemm_h_by_position), with one column scale per kind of column in its promotion
   // (grouped_gemm_uniform_scales), and with all three (the defaults), and with its outputs through the warps'
   // staged rows (grouped_gemm_staged, which needs the loads ahead), and with fp8 stage 2's two partials
-  // (grouped_gemm_two_parts): the same bits, y in bf16 the same bits as
+  // (grouped_gemm_two_parts), and fp8 stage 1's gate/up tile in one 5-D copy (grouped_gemm_gate_up_box, in
+  // the swapped kernel and the default wgmma kernel): the same bits, y in bf16 the same bits as
   // its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
+    bool gate_up_box = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -328,11 +330,14 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
              staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
+  const bool gate_up_box_default = cuda::grouped_gemm_gate_up_box(8, 8);
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
   for (const Kernel& kernel :
        {Kernel{"wgmma swapped", true, true, true, true, false},
+        Kernel{"wgmma swapped, gate/up in one box", true, true, true, true, false, false, false, false, false,
+               false, true},
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
@@ -350,6 +355,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                true, true, true},
         Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts", true, false, false, false,
                false, true, true, true, true, true},
+        Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts, gate/up in one box", true,
+               false, false, false, false, true, true, true, true, true, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -370,6 +377,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_staged(1, kernel.staged);
     cuda::set_grouped_gemm_staged(2, kernel.staged);
     cuda::set_grouped_gemm_two_parts(kernel.two_parts ? 3 : 0);
+    cuda::set_grouped_gemm_gate_up_box(kernel.gate_up_box);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -413,6 +421,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
   cuda::set_grouped_gemm_tma_a(tma_a_default);
+  cuda::set_grouped_gemm_gate_up_box(gate_up_box_default);
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);

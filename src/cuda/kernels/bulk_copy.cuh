@@ -50,6 +50,18 @@ __device__ __forceinline__ void tma_box_to_shared(uint32_t dst, const void* map,
       : "memory");
 }
 
+// A 5-D box of the tensor map at `map` (coordinates c0..c4, innermost first) into shared memory at `dst`, the
+// box's rows in order (the same swizzle rule as above); its bytes complete a transaction count on `bar`.
+__device__ __forceinline__ void tma_box5_to_shared(uint32_t dst, const void* map, int c0, int c1, int c2,
+                                                   int c3, int c4, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5, "
+      "%6}], [%7];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(shared_addr(bar))
+      : "memory");
+}
+
 // Asks for a contiguous run (16-byte aligned, a multiple of 16 bytes) to be brought into L2, without waiting
 // and without holding shared memory: data a later bulk copy will read from L2 instead of DRAM.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {

@@ -79,6 +79,13 @@ int grouped_gemm_swap_max_tile();
 // slower); set_grouped_gemm_tma_a overrides it (expert_wgmma.cu).
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
+// Whether fp8 stage 1's weight tile (gate and up rows interleaved per group of `group_rows`) comes by one
+// 5-D tensor-map copy a K step instead of one box per group and kind of row (16 a step in the swapped
+// kernel, 8 in the 128-pair one): on unless MOE_WGMMA_GATE_UP_BOX=0, for an intermediate size of whole
+// groups; set_grouped_gemm_gate_up_box overrides the switch (expert_wgmma.cu). The same bytes land in the
+// same places: the same bits either way.
+bool grouped_gemm_gate_up_box(int inter, int group_rows);
+void set_grouped_gemm_gate_up_box(bool on);
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
 // rows' pair ids, an item ahead (the same bits): on unless MOE_WGMMA_AHEAD=0 (measured
 // faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).

@@ -266,7 +266,7 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged, bool kTwoParts = false>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
-                        const __grid_constant__ CUtensorMap a_map) {
+                        const __grid_constant__ CUtensorMap a_map, bool gate_up_box) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
   static_assert(kAhead || !kStaged, "staged outputs take their rows from the item loads ahead");
   static_assert(kFp8 || !kTwoParts, "two partials for fp8's promotion only");
@@ -327,7 +327,9 @@ __global__ void __launch_bounds__(kThreads, 1)
               mbar_expect_tx(&full[slot], 2 * kMmaTileBytes);
               tma_box_to_shared(smem0 + slot * kSlot, &a_map, kc, w.m0, &full[slot]);
             }
-            if (kStage == 1) {
+            if (kStage == 1 && gate_up_box) {
+              tma_gate_up_box<16>(b_dst, &b_map, kc, w.e, w.n0, &full[slot]);
+            } else if (kStage == 1) {
               // Tile rows 32q..32q+15: gate rows of outputs n0 + 16q + (0..15); the next 16 their up rows.
               tma_gate_up_tile<16, 4, kTileRowBytes>(b_dst, &b_map, kc, b_row, P, &full[slot]);
             } else {
@@ -512,6 +514,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
+// Session 37: fp8 stage 1's gate/up weight tile in one 5-D tensor-map copy a step (grouped_gemm_gate_up_box).
+EnvSwitch gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
 // next-item and pair-id loads an item ahead (kAhead). The three together measured Qwen3-30B-A3B fp8 M=4096
@@ -579,17 +583,21 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
   // interleave per 16 in the tile), stage 2 in boxes of the tile's 128. (bf16 measured slower that way:
   // 1019.7 against 939.7 us at M=4096, Qwen3-30B-A3B; fp8 877.0 against 889.5.)
+  // Or stage 1's in one 5-D box (gate_up_tile_map).
+  const bool gate_up_box = kFp8 && kStage == 1 && grouped_gemm_gate_up_box(k.w.inter, 16);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
   const CUtensorMap b_map =
-      kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
-           : CUtensorMap{};
+      gate_up_box ? gate_up_tile_map(k.w.w13, k.k, k.w.num_experts, k.w.inter, 16, kMmaBN / 32)
+      : kFp8
+          ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
+          : CUtensorMap{};
   // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
   // kTmaTile: the tile's 128 rows per box (A rows by sorted position, consecutive).
   const CUtensorMap a_map = kTmaA == kTmaRows   ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1)
                             : kTmaA == kTmaTile ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, kMmaBM)
                                                 : CUtensorMap{};
   kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, n_runs, b_map,
-                                                                                 a_map);
+                                                                                 a_map, gate_up_box);
   MOE_CUDA_CHECK_LAUNCH();
 }
 
@@ -678,6 +686,14 @@ bool grouped_gemm_tma_a() {
 
 void set_grouped_gemm_tma_a(bool on) {
   tma_a_switch.set(on);
+}
+
+bool grouped_gemm_gate_up_box(int inter, int group_rows) {
+  return gate_up_box_switch.get() && inter % group_rows == 0;
+}
+
+void set_grouped_gemm_gate_up_box(bool on) {
+  gate_up_box_switch.set(on);
 }
 
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {

@@ -13,6 +13,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/smem_ring.cuh"
@@ -190,7 +191,8 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
-    expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map) {
+    expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
+                             bool gate_up_box) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int items = *a.num_tiles * n_blocks;
   if (static_cast<int>(blockIdx.x) >= items) return;
@@ -217,7 +219,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint32_t dst = smem0 + slot * kSlot;
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
           mbar_expect_tx(&full[slot], kWeightRows * kTileRowBytes);
-          if (kStage == 1) {
+          if (kStage == 1 && gate_up_box) {
+            tma_gate_up_box<8>(dst, &w_map, kc, w.e, w.n0, &full[slot]);
+          } else if (kStage == 1) {
             tma_gate_up_tile<8, 8, kTileRowBytes>(dst, &w_map, kc, w_row, P, &full[slot]);
           } else {
             tma_box_to_shared(dst, &w_map, kc, w_row, &full[slot]);
@@ -286,13 +290,17 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   constexpr int smem = kStages<kN> * slot_bytes<kN>() + kSwizzleAlign;
   auto kernel = expert_wgmma_swap_kernel<kFp8, kStage, kN>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  // fp8's weight tiles by the tensor memory accelerator: stage 1 in boxes of 8 rows (gate and up rows
-  // interleave per 8 in the tile), stage 2 in boxes of 128.
+  // fp8's weight tiles by the tensor memory accelerator: stage 1 in one 5-D box (gate_up_tile_map) or in
+  // boxes of 8 rows (gate and up rows interleave per 8 in the tile), stage 2 in boxes of 128.
+  const bool gate_up_box = kFp8 && kStage == 1 && grouped_gemm_gate_up_box(k.w.inter, 8);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
-  const CUtensorMap w_map = kFp8 ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows,
-                                                         kStage == 1 ? 8 : kWeightRows)
-                                 : CUtensorMap{};
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, w_map);
+  const CUtensorMap w_map =
+      gate_up_box ? gate_up_tile_map(k.w.w13, k.k, k.w.num_experts, k.w.inter, 8, kWeightRows / 16)
+      : kFp8      ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows,
+                                     kStage == 1 ? 8 : kWeightRows)
+                  : CUtensorMap{};
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, w_map,
+                                                                                 gate_up_box);
   MOE_CUDA_CHECK_LAUNCH();
 }
 

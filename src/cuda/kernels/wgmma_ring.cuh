@@ -53,6 +53,16 @@ __device__ __forceinline__ void tma_gate_up_tile(uint32_t dst, const void* map, 
   }
 }
 
+// The same tile in one copy, by gate_up_tile_map's 5-D map (groups of kBoxRows rows): expert e's outputs
+// from n0 (a multiple of kBoxRows). One copy instead of 2 x kBoxes: a thread issues tensor-map copies at
+// ~50 cycles each (session 15), and 16 of them a 16 KB step is about what an H200 SM's share of the read
+// bandwidth allows.
+template <int kBoxRows>
+__device__ __forceinline__ void tma_gate_up_box(uint32_t dst, const void* map, int kc, int e, int n0,
+                                                uint64_t* bar) {
+  tma_box5_to_shared(dst, map, kc, 0, 0, n0 / kBoxRows, e, bar);
+}
+
 // An fp8 K step's partial sums into the accumulators, times the scales of the thread's rows (s0 for row r,
 // s1 for row r + 8) and of its columns (col_scales[8j + 2 tig] and the next, for each of the kJ 8-column
 // groups): wgmma's m64nN accumulator fragment, 4 values per 8 columns.
