@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 37's plan once branch next/s37-gate-up-box was built (it replaces first.sh, whose steps it keeps):
+# Session 37's plan once branch next/s37-gate-up-box was built (it replaced first.sh, never run, whose steps it
+# keeps):
 # on an H200, the quick gpu-check of the branch (fp8 stage 1's gate/up weight tile in one 5-D tensor-map copy a
 # K step, MOE_WGMMA_GATE_UP_BOX, on by default; its forced-path GPU test compares the one-box rows' bits with
 # the per-box rows'), then the switch off against on in the same binary (off is main's kernel), then Auto's
@@ -17,38 +18,16 @@ grep -E "gate/up in one box" $R/gc/gpu-tests.log | head -8
 pack
 # The switch off against on, two rounds alternated: the fp8 sizes where Auto takes the swapped kernel (64-256)
 # and the 128-pair kernel (1024, 4096); bf16 is untouched (cp.async weights).
-env_ab_rows $R/box-ab.log MOE_WGMMA_GATE_UP_BOX "0 1" $B/moe --shapes qwen3-30b-a3b,qwen3-235b-a22b-tp8 \
+env_ab_rows $R/box-ab.log MOE_WGMMA_GATE_UP_BOX "0 1" $B/moe --shapes qwen3-30b-a3b \
   --formats fp8_block --M 64,128,256,1024,4096
 pivot_rows $R/box-ab.log
 pack
 # Auto's path thresholds were all measured on H100s; on the H200 fp8 runs at 1.5-1.9x its floor from 16 to
-# 256 tokens where bf16 runs at 1.16-1.27x. Both paths forced, each M.
-if [ "$(cap 100 150)" -ge 60 ]; then
-  PT_SHAPES=qwen3-30b-a3b PT_FORMATS=fp8_block,bf16 PT_M=8,16,24,32,48,64,128 timeout "$(cap 100 150)" \
-    scripts/path-thresholds $B/moe > $R/path-thresholds.log 2>&1
-  echo "path thresholds rc $?"
-  grep -vE "^path-thresholds:" $R/path-thresholds.log | tail -16
-  pack
-fi
-# The swapped grouped GEMM's stages alone under ncu (time and DRAM bytes), fp8 against bf16.
-ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for fmt in fp8_block bf16; do
-  [ "$(cap 40 60)" -lt 30 ] && break
-  timeout "$(cap 40 60)" "$ncu" --clock-control none -k regex:wgmma_swap --launch-count 16 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum $B/moe bench --shapes qwen3-30b-a3b \
-    --formats $fmt --M 64,256 --copies 2 > $R/swap-gemm-ncu-$fmt.log 2>&1
-  echo "swap GEMM ncu $fmt rc $?"
-  grep -E "expert_wgmma_swap_kernel|gpu__time|dram__bytes" $R/swap-gemm-ncu-$fmt.log | sed -E 's/\(MmaKernelArgs.*//' | head -48
-  pack
-done
-for m in 16 48; do
-  [ "$(cap 25 30)" -lt 25 ] && break
-  MOE_SWAP_AB_TIMELINE=1 timeout "$(cap 30 30)" $B/moe-measuring bench --shapes qwen3-30b-a3b --formats fp8_block \
-    --M $m --paths auto > $R/swtl-m$m.log 2>&1
-  echo "swap-AB timeline M=$m rc $?"
-  grep -E "^qwen3|stage" $R/swtl-m$m.log | tail -14
-  pack
-done
+# 256 tokens where bf16 runs at 1.16-1.27x. Both paths forced, each M. Then the swapped grouped GEMM's stages
+# alone under ncu (fp8's stage-1 copies against bf16's) and the swap-AB stages' timeline.
+path_thresholds $B/moe qwen3-30b-a3b fp8_block,bf16 8,16,24,32,48,64,128 150
+swap_gemm_ncu $B/moe 60
+swap_ab_timeline $B/moe-measuring 16 48
 one_token_stalls $B/moe 10 "21 none" "21 all" "20 none"
 pack
 echo "done t=$(el)"
