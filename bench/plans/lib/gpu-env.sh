@@ -21,6 +21,13 @@
 #                              (Qwen3-30B-A3B fp8), one run per "SKIP CACHE" pair (an odd skip lands on a
 #                              stage 2; CACHE: ncu's --cache-control, all or none) into $R/sSKIP-CACHE, each
 #                              capped so RES seconds stay for the plan; prints each run's stall rows
+#   path_thresholds MOE SHAPES FORMATS M RES
+#                              scripts/path-thresholds (Auto and each forced path, per M) into
+#                              $R/path-thresholds.log, capped so RES seconds stay; prints its table
+#   swap_gemm_ncu MOE RES      ncu's time and DRAM bytes of the swapped grouped GEMM's launches (Qwen3-30B-A3B,
+#                              64 and 256 tokens), fp8 then bf16, into $R/swap-gemm-ncu-FORMAT.log
+#   swap_ab_timeline MOE M..   a MOE_SWAP_AB_TIMELINE measuring build's swap-AB phases (Qwen3-30B-A3B fp8) at
+#                              each M into $R/swtl-mM.log
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
 #                              END less RES seconds (default 5); prints its summary and headline rows
 #   read_sweep MOE             `MOE bench --read-sweep` into $R/read-sweep.log (40 s at most); prints its rows
@@ -161,4 +168,39 @@ queue_probe() {
   timeout "$(cap 90 5)" "$1" > $R/queue-latency.log 2>&1
   echo "probe rc $?"
   cat $R/queue-latency.log
+}
+path_thresholds() {
+  local moe=$1 shapes=$2 formats=$3 m=$4 res=$5
+  [ "$(cap 100 "$res")" -lt 60 ] && return
+  PT_SHAPES=$shapes PT_FORMATS=$formats PT_M=$m timeout "$(cap 100 "$res")" scripts/path-thresholds "$moe" \
+    > $R/path-thresholds.log 2>&1
+  echo "path thresholds rc $?"
+  grep -vE "^path-thresholds:" $R/path-thresholds.log | tail -16
+  pack
+}
+swap_gemm_ncu() {
+  local moe=$1 res=$2 fmt ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for fmt in fp8_block bf16; do
+    [ "$(cap 40 "$res")" -lt 30 ] && break
+    timeout "$(cap 40 "$res")" "$ncu" --clock-control none -k regex:wgmma_swap --launch-count 16 \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum "$moe" bench --shapes qwen3-30b-a3b \
+      --formats $fmt --M 64,256 --copies 2 > $R/swap-gemm-ncu-$fmt.log 2>&1
+    echo "swap GEMM ncu $fmt rc $?"
+    grep -E "expert_wgmma_swap_kernel|gpu__time|dram__bytes" $R/swap-gemm-ncu-$fmt.log |
+      sed -E 's/\(MmaKernelArgs.*//' | head -48
+    pack
+  done
+}
+swap_ab_timeline() {
+  local moe=$1 m
+  shift
+  for m in "$@"; do
+    [ "$(cap 25 30)" -lt 25 ] && break
+    MOE_SWAP_AB_TIMELINE=1 timeout "$(cap 30 30)" "$moe" bench --shapes qwen3-30b-a3b --formats fp8_block \
+      --M "$m" --paths auto > $R/swtl-m$m.log 2>&1
+    echo "swap-AB timeline M=$m rc $?"
+    grep -E "^qwen3|stage" $R/swtl-m$m.log | tail -14
+    pack
+  done
 }
