@@ -188,6 +188,7 @@ int run_moe_bench(const BenchOptions& o) {
   if (std::getenv("MOE_FUSED_TIMELINE")) fused_timeline_report();
   swap_ab_timeline_report();
   grouped_gemm_cycles_report();
+  grouped_gemm_swap_cycles_report();
   return 0;
 }
 

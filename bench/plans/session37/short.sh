@@ -9,7 +9,7 @@ source bench/plans/lib/gpu-env.sh
 unpack_carry .carry/s37-box.tar.xz /tmp/carry
 rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
 B=/tmp/carry/bin
-timeout "$(cap 120 150)" $B/cuda_forced_paths_test --gtest_color=no --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' \
+timeout "$(cap 100 70)" $B/cuda_forced_paths_test --gtest_color=no --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' \
   > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|gate/up in one box\].*M=400 " $R/forced-paths.log | head -12

@@ -22,6 +22,7 @@
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/staged_epilogue.cuh"
 #include "cuda/kernels/stamp_buffer.h"
+#include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
@@ -121,55 +122,17 @@ struct WorkItem {
   int e, m0, m_end, n0;
 };
 
-// Cycle accounting, compiled in only by a measuring build (scripts/build-measuring MOE_WGMMA_CYCLES): lane 0
-// of each consumer warp and of the copier's first warp adds, per launch, the SM clock cycles it spent in each
-// part of its loop to g_wgmma_cycles (summed over launches; grouped_gemm_cycles_report prints and clears it).
-// For finding what keeps the tensor cores idle (ncu: ~29 % busy at M=4096) without changing the kernel's
-// instructions in the normal build.
-// The copier's issuing time goes where the consumers' wgmma time does (kCyIssue).
-enum CycleKind : int {
-  kCyTotal,
-  kCyWait,
-  kCyMma,
-  kCyPromote,
-  kCyEpilogue,
-  kCySteps,
-  kCyKinds,
-  kCyIssue = kCyMma
-};
+// Cycle accounting (wgmma_cycles.cuh), measuring builds only: this kernel's table.
 #ifdef MOE_WGMMA_CYCLES
-constexpr int kCyBlocks = 160, kCyWarps = 9;  // 8 consumer warps, then the copier's first warp
-__device__ unsigned long long g_wgmma_cycles[2][kCyBlocks][kCyWarps][kCyKinds];
-__device__ __forceinline__ long long sm_clock() {
-#ifdef __CUDA_ARCH__
-  return clock64();
+__device__ CycleTable g_wgmma_cycles;
+#endif
+__device__ __forceinline__ CycleTable* cycle_table() {
+#ifdef MOE_WGMMA_CYCLES
+  return &g_wgmma_cycles;
 #else
-  return 0;
+  return nullptr;
 #endif
 }
-struct Cycles {
-  unsigned long long v[kCyKinds] = {};
-  long long t0, t;
-  __device__ Cycles() : t0(sm_clock()), t(t0) {}
-  __device__ void mark(int kind) {
-    const long long now = sm_clock();
-    v[kind] += static_cast<unsigned long long>(now - t);
-    t = now;
-  }
-  __device__ void step() { ++v[kCySteps]; }
-  __device__ void flush(int stage, int warp) {
-    v[kCyTotal] = static_cast<unsigned long long>(sm_clock() - t0);
-    if (threadIdx.x % 32 != 0 || blockIdx.x >= kCyBlocks) return;
-    for (int k = 0; k < kCyKinds; ++k) g_wgmma_cycles[stage - 1][blockIdx.x][warp][k] += v[k];
-  }
-};
-#else
-struct Cycles {
-  __device__ void mark(int) {}
-  __device__ void step() {}
-  __device__ void flush(int, int) {}
-};
-#endif
 
 template <int kStage>
 __device__ __forceinline__ int column_block_start(int column_block) {
@@ -342,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
-    if (tid < 32) cycles.flush(kStage, 8);
+    if (tid < 32) cycles.flush(cycle_table(), kStage, 8);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<kTwoParts>()));
@@ -504,7 +467,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     run = next_run;
     cb = next_cb;
   }
-  cycles.flush(kStage, 4 * cw + wq);
+  cycles.flush(cycle_table(), kStage, 4 * cw + wq);
 #else
   __trap();
 #endif
@@ -607,36 +570,7 @@ void grouped_gemm_cycles_report() {
 #ifdef MOE_WGMMA_CYCLES
   void* device = nullptr;
   MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_wgmma_cycles));
-  constexpr size_t kWords = sizeof(g_wgmma_cycles) / sizeof(unsigned long long);
-  const std::vector<unsigned long long> all =
-      fetch_stamps(static_cast<const unsigned long long*>(device), kWords);
-  const auto c = reinterpret_cast<const unsigned long long(*)[kCyBlocks][kCyWarps][kCyKinds]>(all.data());
-  std::printf(
-      "grouped GEMM cycles (MOE_WGMMA_CYCLES; summed over launches and blocks, lane 0 of each warp)\n");
-  for (int stage = 0; stage < 2; ++stage) {
-    double sum[kCyWarps][kCyKinds] = {};
-    for (int b = 0; b < kCyBlocks; ++b)
-      for (int w = 0; w < kCyWarps; ++w)
-        for (int k = 0; k < kCyKinds; ++k) sum[w][k] += static_cast<double>(c[stage][b][w][k]);
-    double cons[kCyKinds] = {};
-    for (int w = 0; w < kCyWarps - 1; ++w)  // the consumer warps
-      for (int k = 0; k < kCyKinds; ++k) cons[k] += sum[w][k];
-    if (cons[kCyTotal] == 0) continue;
-    const double steps = cons[kCySteps], total = cons[kCyTotal];
-    std::printf(
-        "  stage %d consumers: %.0f steps; per step %.0f cycles: wait for the slot %.0f, wgmma %.0f, "
-        "promotion and "
-        "release %.0f, epilogues and item set-up %.0f (%% of time: %.1f / %.1f / %.1f / %.1f)\n",
-        stage + 1, steps / 8, total / steps, cons[kCyWait] / steps, cons[kCyMma] / steps,
-        cons[kCyPromote] / steps, cons[kCyEpilogue] / steps, 100 * cons[kCyWait] / total,
-        100 * cons[kCyMma] / total, 100 * cons[kCyPromote] / total, 100 * cons[kCyEpilogue] / total);
-    const double* cp = sum[8];
-    if (cp[kCySteps] > 0)
-      std::printf("  stage %d copier: per step %.0f cycles: waiting for an empty slot %.0f, issuing %.0f\n",
-                  stage + 1, cp[kCyTotal] / cp[kCySteps], cp[kCyWait] / cp[kCySteps],
-                  cp[kCyIssue] / cp[kCySteps]);
-  }
-  MOE_CUDA_CHECK(cudaMemset(device, 0, sizeof(g_wgmma_cycles)));
+  report_wgmma_cycles("grouped GEMM", device);
 #endif
 }
 

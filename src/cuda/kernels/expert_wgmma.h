@@ -20,5 +20,7 @@ void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pai
 // stage: where its consumer warps' and copier's cycles went (expert_wgmma.cu). Prints nothing in a normal
 // build.
 void grouped_gemm_cycles_report();
+// The same for the swapped kernel (expert_wgmma_swap.cu).
+void grouped_gemm_swap_cycles_report();
 
 }  // namespace moe::cuda

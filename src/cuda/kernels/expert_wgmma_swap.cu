@@ -17,6 +17,7 @@
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
@@ -189,6 +190,18 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
     }
 }
 
+// Cycle accounting (wgmma_cycles.cuh), measuring builds only: this kernel's table.
+#ifdef MOE_WGMMA_CYCLES
+__device__ CycleTable g_swap_cycles;
+#endif
+__device__ __forceinline__ CycleTable* cycle_table() {
+#ifdef MOE_WGMMA_CYCLES
+  return &g_swap_cycles;
+#else
+  return nullptr;
+#endif
+}
+
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
@@ -206,6 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
+    Cycles cycles;
     int ring = 0;
     const int P = a.w.inter, H = a.w.hidden;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
@@ -214,7 +228,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int w_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+        cycles.mark(kCyIssue);
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+        cycles.mark(kCyWait);
+        cycles.step();
         if (kFp8 && tid == 0) {
           const uint32_t dst = smem0 + slot * kSlot;
           const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
@@ -232,11 +249,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
+    if (tid < 32) cycles.flush(cycle_table(), kStage, 8);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int r0 = 64 * cw + 16 * wq + gid;  // this thread's weight rows: r0 and r0 + 8
+  Cycles cycles;
   int ring = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const WorkItem w = work_item<kStage>(a, item, n_blocks);
@@ -245,7 +264,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
     for (int step = 0; step < a.steps; ++step, ++ring) {
       const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+      cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
       mbar_wait(&full[slot], round & 1);
+      cycles.mark(kCyWait);
+      cycles.step();
       fence_proxy_async_shared();
       const uint32_t w_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
       const uint32_t p_base = smem0 + slot * kSlot + pair_tile_offset<kN>();
@@ -258,6 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                    wgmma_desc_sw128(p_base + 32 * ks), ks > 0);
         wgmma_commit();
         wgmma_wait<0>();
+        cycles.mark(kCyMma);
         wgmma_fence_operands(part);
         const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
         const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
@@ -270,13 +293,17 @@ __global__ void __launch_bounds__(kThreads, 1)
                                     wgmma_desc_sw128(p_base + 32 * ks), true);
         wgmma_commit();
         wgmma_wait<0>();
+        cycles.mark(kCyMma);
         wgmma_fence_operands(acc);
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[slot]);
+      cycles.mark(kCyPromote);
     }
     store_item<kStage, kN>(a, w, r0, tig, acc);
   }
+  cycles.mark(kCyEpilogue);
+  cycles.flush(cycle_table(), kStage, 4 * cw + wq);
 #else
   __trap();
 #endif
@@ -315,6 +342,14 @@ void launch_n(const MmaKernelArgs& k, int pair_tile, int max_tiles, cudaStream_t
 }
 
 }  // namespace
+
+void grouped_gemm_swap_cycles_report() {
+#ifdef MOE_WGMMA_CYCLES
+  void* device = nullptr;
+  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_swap_cycles));
+  report_wgmma_cycles("swapped grouped GEMM", device);
+#endif
+}
 
 void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pair_tile, int max_tiles,
                             cudaStream_t stream) {
