@@ -3,6 +3,8 @@
 # repeat it:
 #   unpack_carry TARBALL DIR   unpacks a scripts/pack-gpu-carry archive into DIR (DIR/bin, DIR/lib) and puts
 #                              its libraries and the machine's cuBLAS on LD_LIBRARY_PATH
+#   start_plan TARBALL         a plan's start (session 38 on): unpack_carry TARBALL /tmp/carry, an empty $R,
+#                              record_gpu $R/gpu.txt; sets B=/tmp/carry/bin
 #   record_gpu FILE            writes the card's name (what scripts/ingest-gpu-results files the results by)
 #   decode_ab MOE LOG VAR V..  the model's decode step (random Qwen3-30B-A3B fp8, batches 1 and 8) with VAR set
 #                              to each value in turn (list them alternated), its rows into LOG
@@ -26,6 +28,10 @@
 #                              $R/path-thresholds.log, capped so RES seconds stay; prints its table
 #   swap_gemm_ncu MOE RES      ncu's time and DRAM bytes of the swapped grouped GEMM's launches (Qwen3-30B-A3B,
 #                              64 and 256 tokens), fp8 then bf16, into $R/swap-gemm-ncu-FORMAT.log
+#   wgmma_cycles MOE VAR "V1 V2.." M,M..
+#                              a MOE_WGMMA_CYCLES measuring build's grouped-GEMM cycle accounting (Qwen3-30B-
+#                              A3B fp8), one bench per M and VAR value (the report sums a whole bench), into
+#                              $R/cycles-mM-VAR-V.log; prints each kernel's per-step rows
 #   swap_ab_timeline MOE M..   a MOE_SWAP_AB_TIMELINE measuring build's swap-AB phases (Qwen3-30B-A3B fp8) at
 #                              each M into $R/swtl-mM.log
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
@@ -203,4 +209,23 @@ swap_ab_timeline() {
     grep -E "^qwen3|stage" $R/swtl-m$m.log | tail -14
     pack
   done
+}
+wgmma_cycles() {
+  local moe=$1 var=$2 values=$3 m v
+  for m in ${4//,/ }; do
+    for v in $values; do
+      [ "$(cap 25 20)" -lt 25 ] && return
+      env "$var=$v" timeout "$(cap 30 20)" "$moe" bench --shapes qwen3-30b-a3b --formats fp8_block --M "$m" \
+        > "$R/cycles-m$m-$var-$v.log" 2>&1
+      echo "wgmma cycles M=$m $var=$v rc $?"
+      grep -E "cycles \(|stage [12] (consumers|copier)" "$R/cycles-m$m-$var-$v.log" | head -10
+      pack
+    done
+  done
+}
+start_plan() {
+  unpack_carry "$1" /tmp/carry || return 1
+  rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
+  B=/tmp/carry/bin  # read by the sourcing plan
+  export B
 }

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# Session 37's plan for little device time (box.sh's gpu-check does not fit): branch next/s37-gate-up-box's
+# Session 38's plan for little device time (first.sh's gpu-check does not fit): branch next/s37-gate-up-box's
 # grouped-GEMM GPU test (every forced-path row, the one-box rows' bits against the per-box rows'), the switch
-# off against on (off is main's kernel), Auto's fp8 paths forced against each other and the swapped grouped
-# GEMM's stages under ncu. Carry: .carry/s37-box.tar.xz.
+# off against on (off is main's kernel), the swapped kernel's cycles with the switch off and on, and Auto's
+# fp8 paths forced against each other. Carry: .carry/s38-box.tar.xz.
 set -uo pipefail
 export END=${END:-300}
 source bench/plans/lib/gpu-env.sh
-unpack_carry .carry/s37-box.tar.xz /tmp/carry
-rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
-B=/tmp/carry/bin
+start_plan .carry/s38-box.tar.xz || exit 1
 timeout "$(cap 100 70)" $B/cuda_forced_paths_test --gtest_color=no --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' \
   > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
@@ -18,6 +16,6 @@ env_ab_rows $R/box-ab.log MOE_WGMMA_GATE_UP_BOX "0 1" $B/moe --shapes qwen3-30b-
   --M 64,128,256,1024,4096
 pivot_rows $R/box-ab.log
 pack
-path_thresholds $B/moe qwen3-30b-a3b fp8_block 8,16,32,48,64 40
-swap_gemm_ncu $B/moe 5
+wgmma_cycles $B/moe-measuring MOE_WGMMA_GATE_UP_BOX "0 1" 64,256
+path_thresholds $B/moe qwen3-30b-a3b fp8_block 8,16,32,48,64 10
 echo "done t=$(el)"
