@@ -44,11 +44,11 @@ CUtensorMap swizzled_row_tile_map(const void* base, int elem_bytes, int64_t cols
   return map;
 }
 
-CUtensorMap gate_up_tile_map(const void* w13, int64_t k_bytes, int experts, int inter, int group_rows,
-                             int groups) {
+bool gate_up_tile_map(CUtensorMap* map, const void* w13, int64_t k_bytes, int experts, int inter,
+                      int group_rows, int groups) {
   require(k_bytes % 16 == 0, "tensor map: a row of ", k_bytes, " bytes is not a multiple of 16");
   require(inter % group_rows == 0, "tensor map: ", inter, " outputs are not whole groups of ", group_rows);
-  CUtensorMap map{};
+  *map = CUtensorMap{};
   const auto u64 = [](int64_t v) { return static_cast<cuuint64_t>(v); };
   // Dimensions innermost first; the strides (bytes) need not grow outwards: a group's rows are K apart, the
   // up rows inter rows after the gate rows, the groups group_rows rows apart, the experts 2 x inter rows.
@@ -57,14 +57,10 @@ CUtensorMap gate_up_tile_map(const void* w13, int64_t k_bytes, int experts, int 
                                  2 * u64(inter) * u64(k_bytes)};
   const cuuint32_t box[5] = {128, static_cast<cuuint32_t>(group_rows), 2, static_cast<cuuint32_t>(groups), 1};
   const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-  const CUresult r =
-      encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 5, const_cast<void*>(w13), dims, strides, box,
-                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  require(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed (", static_cast<int>(r),
-          ") for the gate/up tiles of ", experts, " experts x ", inter, " outputs x ", k_bytes,
-          " bytes in groups of ", group_rows);
-  return map;
+  return encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 5, const_cast<void*>(w13), dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 }  // namespace moe::cuda

@@ -16,8 +16,9 @@ CUtensorMap swizzled_row_tile_map(const void* base, int elem_bytes, int64_t cols
 // row in a group of `group_rows`, gate or up, group, expert), copied in one box of 128 bytes x group_rows x 2
 // x `groups` x 1: a tile whose rows interleave gate and up per group_rows (group q's gate rows, then its up
 // rows), the layout tma_gate_up_tile's 2 x groups boxes make, in one copy. Needs inter % group_rows == 0.
-// Groups past the expert's outputs are zeros.
-CUtensorMap gate_up_tile_map(const void* w13, int64_t k_bytes, int experts, int inter, int group_rows,
-                             int groups);
+// Groups past the expert's outputs are zeros. False if the driver refuses the map (its strides do not grow
+// outwards, which the driver's documentation neither requires nor promises).
+bool gate_up_tile_map(CUtensorMap* map, const void* w13, int64_t k_bytes, int experts, int inter,
+                      int group_rows, int groups);
 
 }  // namespace moe::cuda

@@ -422,6 +422,9 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_swap(true);
   cuda::set_grouped_gemm_tma_a(tma_a_default);
   cuda::set_grouped_gemm_gate_up_box(gate_up_box_default);
+  // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
+  // trivially): that must not pass unnoticed.
+  EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";
   cuda::set_grouped_gemm_quantises_h(quantise_h_default);
   cuda::set_grouped_gemm_y_bf16(y_bf16_default);
   cuda::set_grouped_gemm_y_bf16_min_tokens(y_bf16_min_default);

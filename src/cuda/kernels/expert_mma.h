@@ -86,6 +86,8 @@ void set_grouped_gemm_tma_a(bool on);
 // same places: the same bits either way.
 bool grouped_gemm_gate_up_box(int inter, int group_rows);
 void set_grouped_gemm_gate_up_box(bool on);
+// Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
+bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
 // rows' pair ids, an item ahead (the same bits): on unless MOE_WGMMA_AHEAD=0 (measured
 // faster with the two below, slower alone); set_grouped_gemm_ahead overrides it (expert_wgmma.cu).

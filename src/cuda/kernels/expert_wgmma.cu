@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <vector>
 
@@ -479,6 +480,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 // Session 37: fp8 stage 1's gate/up weight tile in one 5-D tensor-map copy a step (grouped_gemm_gate_up_box).
 EnvSwitch gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
+std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
 // next-item and pair-id loads an item ahead (kAhead). The three together measured Qwen3-30B-A3B fp8 M=4096
@@ -546,14 +548,12 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // fp8's B tiles by the tensor memory accelerator: stage 1 in boxes of 16 weight rows (gate and up rows
   // interleave per 16 in the tile), stage 2 in boxes of the tile's 128. (bf16 measured slower that way:
   // 1019.7 against 939.7 us at M=4096, Qwen3-30B-A3B; fp8 877.0 against 889.5.)
-  // Or stage 1's in one 5-D box (gate_up_tile_map).
-  const bool gate_up_box = kFp8 && kStage == 1 && grouped_gemm_gate_up_box(k.w.inter, 16);
+  // Or stage 1's in one 5-D box (gate_up_box_map).
+  CUtensorMap b_map{};
+  const bool gate_up_box = kFp8 && kStage == 1 && gate_up_box_map(k.w, k.k, 16, kMmaBN / 32, &b_map);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
-  const CUtensorMap b_map =
-      gate_up_box ? gate_up_tile_map(k.w.w13, k.k, k.w.num_experts, k.w.inter, 16, kMmaBN / 32)
-      : kFp8
-          ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN)
-          : CUtensorMap{};
+  if (kFp8 && !gate_up_box)
+    b_map = swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN);
   // kTmaA: the A operand's rows (x's tokens or h's pairs) one row per box.
   // kTmaTile: the tile's 128 rows per box (A rows by sorted position, consecutive).
   const CUtensorMap a_map = kTmaA == kTmaRows   ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1)
@@ -628,6 +628,22 @@ bool grouped_gemm_gate_up_box(int inter, int group_rows) {
 
 void set_grouped_gemm_gate_up_box(bool on) {
   gate_up_box_switch.set(on);
+}
+
+bool grouped_gemm_gate_up_box_refused() {
+  return gate_up_box_refused.load();
+}
+
+bool gate_up_box_map(const ExpertWeightsDev& w, int64_t k_bytes, int group_rows, int groups,
+                     CUtensorMap* map) {
+  if (!grouped_gemm_gate_up_box(w.inter, group_rows) || gate_up_box_refused.load()) return false;
+  if (gate_up_tile_map(map, w.w13, k_bytes, w.num_experts, w.inter, group_rows, groups)) return true;
+  if (!gate_up_box_refused.exchange(true))
+    std::fprintf(
+        stderr,
+        "moe: the driver refused the 5-D tensor map of stage 1's gate/up tiles; copying them per box "
+        "(MOE_WGMMA_GATE_UP_BOX=0 does so from the start)\n");
+  return false;
 }
 
 void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tiles, cudaStream_t stream) {

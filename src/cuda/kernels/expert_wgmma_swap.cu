@@ -319,13 +319,12 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   // fp8's weight tiles by the tensor memory accelerator: stage 1 in one 5-D box (gate_up_tile_map) or in
   // boxes of 8 rows (gate and up rows interleave per 8 in the tile), stage 2 in boxes of 128.
-  const bool gate_up_box = kFp8 && kStage == 1 && grouped_gemm_gate_up_box(k.w.inter, 8);
+  CUtensorMap w_map{};
+  const bool gate_up_box = kFp8 && kStage == 1 && gate_up_box_map(k.w, k.k, 8, kWeightRows / 16, &w_map);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
-  const CUtensorMap w_map =
-      gate_up_box ? gate_up_tile_map(k.w.w13, k.k, k.w.num_experts, k.w.inter, 8, kWeightRows / 16)
-      : kFp8      ? swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows,
-                                     kStage == 1 ? 8 : kWeightRows)
-                  : CUtensorMap{};
+  if (kFp8 && !gate_up_box)
+    w_map =
+        swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
   kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, w_map,
                                                                                  gate_up_box);
   MOE_CUDA_CHECK_LAUNCH();
