@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <vector>
 
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
@@ -22,7 +21,6 @@
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/staged_epilogue.cuh"
-#include "cuda/kernels/stamp_buffer.h"
 #include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
