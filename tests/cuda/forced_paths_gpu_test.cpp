@@ -330,7 +330,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              h_by_position_default = cuda::grouped_gemm_h_by_position(),
              uniform_scales_default = cuda::grouped_gemm_uniform_scales(),
              staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
-  const bool gate_up_box_default = cuda::grouped_gemm_gate_up_box(8, 8);
+  const bool swap_gate_up_box_default = cuda::grouped_gemm_gate_up_box(true, 8, 8),
+             pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8);
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
@@ -377,7 +378,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_staged(1, kernel.staged);
     cuda::set_grouped_gemm_staged(2, kernel.staged);
     cuda::set_grouped_gemm_two_parts(kernel.two_parts ? 3 : 0);
-    cuda::set_grouped_gemm_gate_up_box(kernel.gate_up_box);
+    cuda::set_grouped_gemm_gate_up_box(true, kernel.gate_up_box);
+    cuda::set_grouped_gemm_gate_up_box(false, kernel.gate_up_box);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -421,7 +423,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_wgmma(true);
   cuda::set_grouped_gemm_swap(true);
   cuda::set_grouped_gemm_tma_a(tma_a_default);
-  cuda::set_grouped_gemm_gate_up_box(gate_up_box_default);
+  cuda::set_grouped_gemm_gate_up_box(true, swap_gate_up_box_default);
+  cuda::set_grouped_gemm_gate_up_box(false, pairs_gate_up_box_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

@@ -80,12 +80,15 @@ int grouped_gemm_swap_max_tile();
 bool grouped_gemm_tma_a();
 void set_grouped_gemm_tma_a(bool on);
 // Whether fp8 stage 1's weight tile (gate and up rows interleaved per group of `group_rows`) comes by one
-// 5-D tensor-map copy a K step instead of one box per group and kind of row (16 a step in the swapped
-// kernel, 8 in the 128-pair one): on unless MOE_WGMMA_GATE_UP_BOX=0, for an intermediate size of whole
-// groups; set_grouped_gemm_gate_up_box overrides the switch (expert_wgmma.cu). The same bytes land in the
+// 5-D tensor-map copy a K step instead of one box per group and kind of row, in the swapped kernel
+// (`swapped`: 16 boxes a step otherwise) or the 128-pair one (8 a step), for an intermediate size of whole
+// groups. The swapped kernel's is on unless MOE_WGMMA_GATE_UP_BOX=0, the 128-pair kernel's off unless
+// MOE_WGMMA_PAIRS_GATE_UP_BOX=1 (H200, session 38: the swapped kernel's fp8 M=64 219.7 -> 175.9 us, M=256
+// 262.3 -> 204.1; the 128-pair kernel's M=1024 269.5 -> 276.1, M=4096 637.1 -> 649.9).
+// set_grouped_gemm_gate_up_box overrides a kernel's switch (expert_wgmma.cu). The same bytes land in the
 // same places: the same bits either way.
-bool grouped_gemm_gate_up_box(int inter, int group_rows);
-void set_grouped_gemm_gate_up_box(bool on);
+bool grouped_gemm_gate_up_box(bool swapped, int inter, int group_rows);
+void set_grouped_gemm_gate_up_box(bool swapped, bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

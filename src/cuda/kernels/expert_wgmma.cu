@@ -476,8 +476,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 // 15: Qwen3-30B-A3B fp8 M=4096 3396 against 876 us, M=1024 1325 against 344), the small boxes' issue rate
 // the likely limit (about 50 cycles a box). Kept for measuring and for its same-bits test.
 EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
-// Session 37: fp8 stage 1's gate/up weight tile in one 5-D tensor-map copy a step (grouped_gemm_gate_up_box).
-EnvSwitch gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
+// Session 37: fp8 stage 1's gate/up weight tile in one 5-D tensor-map copy a step (grouped_gemm_gate_up_box):
+// on in the swapped kernel, off in the 128-pair one (session 38's H200 A/B, expert_mma.h).
+EnvSwitch swap_gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
+EnvSwitch pairs_gate_up_box_switch("MOE_WGMMA_PAIRS_GATE_UP_BOX", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -548,7 +550,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // 1019.7 against 939.7 us at M=4096, Qwen3-30B-A3B; fp8 877.0 against 889.5.)
   // Or stage 1's in one 5-D box (gate_up_box_map).
   CUtensorMap b_map{};
-  const bool gate_up_box = kFp8 && kStage == 1 && gate_up_box_map(k.w, k.k, 16, kMmaBN / 32, &b_map);
+  const bool gate_up_box = kFp8 && kStage == 1 && gate_up_box_map(false, k.w, k.k, 16, kMmaBN / 32, &b_map);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
   if (kFp8 && !gate_up_box)
     b_map = swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 16 : kMmaBN);
@@ -620,27 +622,27 @@ void set_grouped_gemm_tma_a(bool on) {
   tma_a_switch.set(on);
 }
 
-bool grouped_gemm_gate_up_box(int inter, int group_rows) {
-  return gate_up_box_switch.get() && inter % group_rows == 0;
+bool grouped_gemm_gate_up_box(bool swapped, int inter, int group_rows) {
+  return (swapped ? swap_gate_up_box_switch : pairs_gate_up_box_switch).get() && inter % group_rows == 0;
 }
 
-void set_grouped_gemm_gate_up_box(bool on) {
-  gate_up_box_switch.set(on);
+void set_grouped_gemm_gate_up_box(bool swapped, bool on) {
+  (swapped ? swap_gate_up_box_switch : pairs_gate_up_box_switch).set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {
   return gate_up_box_refused.load();
 }
 
-bool gate_up_box_map(const ExpertWeightsDev& w, int64_t k_bytes, int group_rows, int groups,
+bool gate_up_box_map(bool swapped, const ExpertWeightsDev& w, int64_t k_bytes, int group_rows, int groups,
                      CUtensorMap* map) {
-  if (!grouped_gemm_gate_up_box(w.inter, group_rows) || gate_up_box_refused.load()) return false;
+  if (!grouped_gemm_gate_up_box(swapped, w.inter, group_rows) || gate_up_box_refused.load()) return false;
   if (gate_up_tile_map(map, w.w13, k_bytes, w.num_experts, w.inter, group_rows, groups)) return true;
   if (!gate_up_box_refused.exchange(true))
     std::fprintf(
         stderr,
         "moe: the driver refused the 5-D tensor map of stage 1's gate/up tiles; copying them per box "
-        "(MOE_WGMMA_GATE_UP_BOX=0 does so from the start)\n");
+        "(MOE_WGMMA_GATE_UP_BOX=0 and MOE_WGMMA_PAIRS_GATE_UP_BOX=0 do so from the start)\n");
   return false;
 }
 

@@ -320,7 +320,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // fp8's weight tiles by the tensor memory accelerator: stage 1 in one 5-D box (gate_up_tile_map) or in
   // boxes of 8 rows (gate and up rows interleave per 8 in the tile), stage 2 in boxes of 128.
   CUtensorMap w_map{};
-  const bool gate_up_box = kFp8 && kStage == 1 && gate_up_box_map(k.w, k.k, 8, kWeightRows / 16, &w_map);
+  const bool gate_up_box =
+      kFp8 && kStage == 1 && gate_up_box_map(true, k.w, k.k, 8, kWeightRows / 16, &w_map);
   const int64_t w_rows = static_cast<int64_t>(k.w.num_experts) * (kStage == 1 ? 2 * k.w.inter : k.w.hidden);
   if (kFp8 && !gate_up_box)
     w_map =
