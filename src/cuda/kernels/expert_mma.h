@@ -89,6 +89,12 @@ void set_grouped_gemm_tma_a(bool on);
 // same places: the same bits either way.
 bool grouped_gemm_gate_up_box(bool swapped, int inter, int group_rows);
 void set_grouped_gemm_gate_up_box(bool swapped, bool on);
+// Whether the swapped kernel's consumers load an item's output pair ids and the next item's tile at the
+// item's start instead of after its last K step (the same bits): off unless MOE_WGMMA_SWAP_AHEAD=1 (session
+// 38: its H200 cycle accounting put the item's set-up and epilogue at 30-44 % of stage 2's consumer time);
+// set_grouped_gemm_swap_ahead overrides it (expert_wgmma.cu).
+bool grouped_gemm_swap_ahead();
+void set_grouped_gemm_swap_ahead(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

@@ -480,6 +480,8 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 // on in the swapped kernel, off in the 128-pair one (session 38's H200 A/B, expert_mma.h).
 EnvSwitch swap_gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
 EnvSwitch pairs_gate_up_box_switch("MOE_WGMMA_PAIRS_GATE_UP_BOX", false);
+// Session 38: the swapped kernel's pair ids and next tile an item ahead (grouped_gemm_swap_ahead).
+EnvSwitch swap_ahead_switch("MOE_WGMMA_SWAP_AHEAD", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -628,6 +630,14 @@ bool grouped_gemm_gate_up_box(bool swapped, int inter, int group_rows) {
 
 void set_grouped_gemm_gate_up_box(bool swapped, bool on) {
   (swapped ? swap_gate_up_box_switch : pairs_gate_up_box_switch).set(on);
+}
+
+bool grouped_gemm_swap_ahead() {
+  return swap_ahead_switch.get();
+}
+
+void set_grouped_gemm_swap_ahead(bool on) {
+  swap_ahead_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

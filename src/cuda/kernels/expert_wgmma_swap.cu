@@ -153,9 +153,28 @@ __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, 
 
 // A finished item's outputs: this thread's weight rows r0 and r0 + 8 (stage 1: the gate and up rows of
 // output n0 + r0 / 16 * 8 + r0 % 8), its pairs 8j + 2 tig (+1).
+template <int kN>
+struct PairIds {
+  int id[kN / 4];  // pair 8j + 2 tig + c's id at 2j + c (0 past the item's pairs)
+};
+
+// This thread's output pairs' ids (store_item's rows), loaded where the caller wants their latency spent.
+template <int kN>
+__device__ __forceinline__ PairIds<kN> load_pair_ids(const MmaKernelArgs& a, const WorkItem& w, int tig) {
+  PairIds<kN> ids;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int p = w.m0 + 8 * j + 2 * tig + c;
+      ids.id[2 * j + c] = p < w.m_end ? a.sorted_pairs[p] : 0;
+    }
+  return ids;
+}
+
 template <int kStage, int kN>
 __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkItem& w, int r0, int tig,
-                                           const float (&acc)[kN / 2]) {
+                                           const float (&acc)[kN / 2], const PairIds<kN>& ids) {
   const int H = a.w.hidden, P = a.w.inter;
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j)
@@ -163,7 +182,7 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
     for (int c = 0; c < 2; ++c) {
       const int p = w.m0 + 8 * j + 2 * tig + c;
       if (p >= w.m_end) continue;
-      const size_t pair = static_cast<size_t>(a.sorted_pairs[p]);
+      const size_t pair = static_cast<size_t>(ids.id[2 * j + c]);
       if (kStage == 1) {
         const int n = w.n0 + r0 / 16 * 8 + r0 % 8;
         if (n >= P) continue;
@@ -205,7 +224,7 @@ __device__ __forceinline__ CycleTable* cycle_table() {
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box) {
+                             bool gate_up_box, bool ahead) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int items = *a.num_tiles * n_blocks;
   if (static_cast<int>(blockIdx.x) >= items) return;
@@ -257,8 +276,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int r0 = 64 * cw + 16 * wq + gid;  // this thread's weight rows: r0 and r0 + 8
   Cycles cycles;
   int ring = 0;
+  // With `ahead` (grouped_gemm_swap_ahead) the item's output pair ids and the next item's tile load at the
+  // item's start, their latency spent under its K steps instead of after its last one.
+  WorkItem next = work_item<kStage>(a, blockIdx.x, n_blocks);
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const WorkItem w = work_item<kStage>(a, item, n_blocks);
+    const WorkItem w = ahead ? next : work_item<kStage>(a, item, n_blocks);
+    PairIds<kN> ids{};
+    if (ahead) {
+      ids = load_pair_ids<kN>(a, w, tig);
+      if (item + static_cast<int>(gridDim.x) < items) next = work_item<kStage>(a, item + gridDim.x, n_blocks);
+    }
     float acc[kN / 2];
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
@@ -300,7 +327,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) mbar_arrive(&empty[slot]);
       cycles.mark(kCyPromote);
     }
-    store_item<kStage, kN>(a, w, r0, tig, acc);
+    if (!ahead) ids = load_pair_ids<kN>(a, w, tig);
+    store_item<kStage, kN>(a, w, r0, tig, acc, ids);
   }
   cycles.mark(kCyEpilogue);
   cycles.flush(cycle_table(), kStage, 4 * cw + wq);
@@ -326,8 +354,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if (kFp8 && !gate_up_box)
     w_map =
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, w_map,
-                                                                                 gate_up_box);
+  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(
+      k, n_blocks, w_map, gate_up_box, grouped_gemm_swap_ahead());
   MOE_CUDA_CHECK_LAUNCH();
 }
 
