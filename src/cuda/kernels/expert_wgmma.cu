@@ -121,18 +121,6 @@ struct WorkItem {
   int e, m0, m_end, n0;
 };
 
-// Cycle accounting (wgmma_cycles.cuh), measuring builds only: this kernel's table.
-#ifdef MOE_WGMMA_CYCLES
-__device__ CycleTable g_wgmma_cycles;
-#endif
-__device__ __forceinline__ CycleTable* cycle_table() {
-#ifdef MOE_WGMMA_CYCLES
-  return &g_wgmma_cycles;
-#else
-  return nullptr;
-#endif
-}
-
 template <int kStage>
 __device__ __forceinline__ int column_block_start(int column_block) {
   return column_block * (kStage == 1 ? kMmaBN / 2 : kMmaBN);
@@ -304,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
-    if (tid < 32) cycles.flush(cycle_table(), kStage, 8);
+    if (tid < 32) cycles.flush(cycle_table<kCyPairKernel>(), kStage, 8);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_regs<kTwoParts>()));
@@ -466,7 +454,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     run = next_run;
     cb = next_cb;
   }
-  cycles.flush(cycle_table(), kStage, 4 * cw + wq);
+  cycles.flush(cycle_table<kCyPairKernel>(), kStage, 4 * cw + wq);
 #else
   __trap();
 #endif
@@ -571,7 +559,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
 void grouped_gemm_cycles_report() {
 #ifdef MOE_WGMMA_CYCLES
   void* device = nullptr;
-  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_wgmma_cycles));
+  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_cycle_table<kCyPairKernel>));
   report_wgmma_cycles("grouped GEMM", device);
 #endif
 }

@@ -20,9 +20,6 @@ void launch_wgmma_gemm(const MmaKernelArgs& k, bool fp8, int stage, int max_tile
 void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pair_tile, int max_tiles,
                             cudaStream_t stream);
 
-// A measuring build's (MOE_WGMMA_CYCLES) cycle accounting of the wgmma kernel since the last report, per
-// stage: where its consumer warps' and copier's cycles went (expert_wgmma.cu). Prints nothing in a normal
-// build.
 // fp8 stage 1's one-copy gate/up weight tile (grouped_gemm_gate_up_box, expert_mma.h) for the swapped
 // kernel (`swapped`) or the 128-pair one: its 5-D tensor map for groups of `group_rows` rows, `groups` groups
 // a tile, into *map; false where it is not used (the switch off, an intermediate size of partial groups, or
@@ -31,6 +28,9 @@ void launch_wgmma_swap_gemm(const MmaKernelArgs& k, bool fp8, int stage, int pai
 bool gate_up_box_map(bool swapped, const ExpertWeightsDev& w, int64_t k_bytes, int group_rows, int groups,
                      CUtensorMap* map);
 
+// A measuring build's (MOE_WGMMA_CYCLES) cycle accounting of the wgmma kernel since the last report, per
+// stage: where its consumer warps' and copier's cycles went (expert_wgmma.cu). Prints nothing in a normal
+// build.
 void grouped_gemm_cycles_report();
 // The same for the swapped kernel (expert_wgmma_swap.cu).
 void grouped_gemm_swap_cycles_report();

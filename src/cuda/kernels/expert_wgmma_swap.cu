@@ -209,18 +209,6 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
     }
 }
 
-// Cycle accounting (wgmma_cycles.cuh), measuring builds only: this kernel's table.
-#ifdef MOE_WGMMA_CYCLES
-__device__ CycleTable g_swap_cycles;
-#endif
-__device__ __forceinline__ CycleTable* cycle_table() {
-#ifdef MOE_WGMMA_CYCLES
-  return &g_swap_cycles;
-#else
-  return nullptr;
-#endif
-}
-
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
@@ -268,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
-    if (tid < 32) cycles.flush(cycle_table(), kStage, 8);
+    if (tid < 32) cycles.flush(cycle_table<kCySwapKernel>(), kStage, 8);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
@@ -331,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     store_item<kStage, kN>(a, w, r0, tig, acc, ids);
   }
   cycles.mark(kCyEpilogue);
-  cycles.flush(cycle_table(), kStage, 4 * cw + wq);
+  cycles.flush(cycle_table<kCySwapKernel>(), kStage, 4 * cw + wq);
 #else
   __trap();
 #endif
@@ -374,7 +362,7 @@ void launch_n(const MmaKernelArgs& k, int pair_tile, int max_tiles, cudaStream_t
 void grouped_gemm_swap_cycles_report() {
 #ifdef MOE_WGMMA_CYCLES
   void* device = nullptr;
-  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_swap_cycles));
+  MOE_CUDA_CHECK(cudaGetSymbolAddress(&device, g_cycle_table<kCySwapKernel>));
   report_wgmma_cycles("swapped grouped GEMM", device);
 #endif
 }

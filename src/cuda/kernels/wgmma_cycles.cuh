@@ -45,4 +45,20 @@ struct Cycles {
 };
 #endif
 
+// Each kernel's table (kKernel: kCyPairKernel or kCySwapKernel), defined only in the translation unit
+// that uses it and only in a measuring build; cycle_table is null in a normal build, where flush ignores it.
+enum CycleKernel : int { kCyPairKernel, kCySwapKernel };
+#ifdef MOE_WGMMA_CYCLES
+template <int kKernel>
+__device__ CycleTable g_cycle_table;
+#endif
+template <int kKernel>
+__device__ __forceinline__ CycleTable* cycle_table() {
+#ifdef MOE_WGMMA_CYCLES
+  return &g_cycle_table<kKernel>;
+#else
+  return nullptr;
+#endif
+}
+
 }  // namespace moe::cuda
