@@ -95,6 +95,13 @@ void set_grouped_gemm_gate_up_box(bool swapped, bool on);
 // set_grouped_gemm_swap_ahead overrides it (expert_wgmma.cu).
 bool grouped_gemm_swap_ahead();
 void set_grouped_gemm_swap_ahead(bool on);
+// Whether the wgmma kernels (both) launch overlapped with their predecessor (programmatic dependent launch:
+// their blocks start, set up their rings and wait while it finishes) and let their successor launch as they
+// start (its blocks then take the SMs their blocks leave), instead of a plain launch after it: off unless
+// MOE_WGMMA_OVERLAPPED=1 (session 39); set_grouped_gemm_overlapped overrides it (expert_wgmma.cu). The same
+// bits either way.
+bool grouped_gemm_overlapped();
+void set_grouped_gemm_overlapped(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

@@ -19,6 +19,7 @@
 #include "cuda/kernels/act_quant.cuh"
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
+#include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/staged_epilogue.cuh"
 #include "cuda/kernels/wgmma_cycles.cuh"
@@ -216,14 +217,12 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaTile = 2;
 template <bool kFp8, int kStage, int kTmaA, bool kAhead, bool kStaged, bool kTwoParts = false>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_kernel(MmaKernelArgs a, int n_blocks, int n_runs, const __grid_constant__ CUtensorMap b_map,
-                        const __grid_constant__ CUtensorMap a_map, bool gate_up_box) {
+                        const __grid_constant__ CUtensorMap a_map, bool gate_up_box, bool overlapped) {
   static_assert(kFp8 || !kTmaA, "A rows by TMA for fp8 codes only");
   static_assert(kAhead || !kStaged, "staged outputs take their rows from the item loads ahead");
   static_assert(kFp8 || !kTwoParts, "two partials for fp8's promotion only");
   constexpr int kRing = ring_slots<kStage, kStaged>();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const int runs = *a.num_tiles * n_runs;
-  if (static_cast<int>(blockIdx.x) >= runs) return;
   constexpr int kSlot = slot_bytes<kFp8>();
   __shared__ uint64_t full[kRing], empty[kRing];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
@@ -231,6 +230,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   uint8_t* const smem = smem_raw + (smem0 - smem_addr(smem_raw));
   init_ring_barriers(full, empty, kFp8);
+  overlapped_start(overlapped);
+  const int runs = *a.num_tiles * n_runs;
+  if (static_cast<int>(blockIdx.x) >= runs) return;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(copier_regs<kTwoParts>()));
@@ -470,6 +472,8 @@ EnvSwitch swap_gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
 EnvSwitch pairs_gate_up_box_switch("MOE_WGMMA_PAIRS_GATE_UP_BOX", false);
 // Session 38: the swapped kernel's pair ids and next tile an item ahead (grouped_gemm_swap_ahead).
 EnvSwitch swap_ahead_switch("MOE_WGMMA_SWAP_AHEAD", false);
+// Session 39: the wgmma kernels launched overlapped with their neighbours (grouped_gemm_overlapped).
+EnvSwitch overlapped_switch("MOE_WGMMA_OVERLAPPED", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -549,9 +553,9 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   const CUtensorMap a_map = kTmaA == kTmaRows   ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, 1)
                             : kTmaA == kTmaTile ? swizzled_row_tile_map(k.a, 1, k.k, k.a_rows, kMmaBM)
                                                 : CUtensorMap{};
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(k, n_blocks, n_runs, b_map,
-                                                                                 a_map, gate_up_box);
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
+                       dim3(kThreads), smem, stream, k, n_blocks, n_runs, b_map, a_map, gate_up_box,
+                       grouped_gemm_overlapped());
 }
 
 }  // namespace
@@ -626,6 +630,14 @@ bool grouped_gemm_swap_ahead() {
 
 void set_grouped_gemm_swap_ahead(bool on) {
   swap_ahead_switch.set(on);
+}
+
+bool grouped_gemm_overlapped() {
+  return overlapped_switch.get();
+}
+
+void set_grouped_gemm_overlapped(bool on) {
+  overlapped_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

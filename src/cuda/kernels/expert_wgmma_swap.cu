@@ -16,6 +16,7 @@
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/expert_wgmma.h"
+#include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
@@ -212,10 +213,8 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box, bool ahead) {
+                             bool gate_up_box, bool ahead, bool overlapped) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const int items = *a.num_tiles * n_blocks;
-  if (static_cast<int>(blockIdx.x) >= items) return;
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
@@ -223,6 +222,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
   init_ring_barriers(full, empty, kFp8);
+  overlapped_start(overlapped);
+  const int items = *a.num_tiles * n_blocks;
+  if (static_cast<int>(blockIdx.x) >= items) return;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
@@ -342,9 +344,9 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if (kFp8 && !gate_up_box)
     w_map =
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
-  kernel<<<std::min(max_tiles * n_blocks, sm_count()), kThreads, smem, stream>>>(
-      k, n_blocks, w_map, gate_up_box, grouped_gemm_swap_ahead());
-  MOE_CUDA_CHECK_LAUNCH();
+  launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
+                       dim3(kThreads), smem, stream, k, n_blocks, w_map, gate_up_box,
+                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped());
 }
 
 template <bool kFp8, int kStage>

@@ -3,6 +3,8 @@
 // in the stream (the kernel itself calls pdl_wait() before touching its predecessor's outputs).
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "cuda/cuda_check.h"
 
 namespace moe::cuda {
@@ -32,6 +34,19 @@ template <typename... KernelArgs, typename... Args>
 void launch_overlapped(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                        Args&&... args) {
   launch_overlapped_clusters(kernel, grid, block, smem, stream, 1u, std::forward<Args>(args)...);
+}
+
+// launch_overlapped, or (overlapped false) a plain launch after the previous kernel.
+template <typename... KernelArgs, typename... Args>
+void launch_overlapped_if(bool overlapped, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, Args&&... args) {
+  if (overlapped) return launch_overlapped(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  MOE_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 }  // namespace moe::cuda

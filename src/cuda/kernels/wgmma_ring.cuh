@@ -1,13 +1,14 @@
 #pragma once
 // What the two persistent wgmma kernels share around their ring of shared-memory slots (expert_wgmma.cu:
 // 128-pair tiles; expert_wgmma_swap.cu: 16- to 64-pair tiles with the operands swapped): the swizzle-aligned
-// start of the ring, its barriers, and the tensor-map copy of a stage-1 weight tile whose gate and up rows
-// interleave.
+// start of the ring, its barriers, the overlapped launch's wait, and the tensor-map copy of a stage-1 weight
+// tile whose gate and up rows interleave.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 
 namespace moe::cuda {
@@ -37,6 +38,16 @@ __device__ __forceinline__ void init_ring_barriers(uint64_t (&full)[kStages], ui
     mbar_init_fence();
   }
   __syncthreads();
+}
+
+// A kernel launched overlapped (grouped_gemm_overlapped) has set up its ring while its predecessor finished;
+// here it waits for it (nothing the predecessor writes, the tile count included, is read before) and lets its
+// successor launch, whose blocks then wait on the SMs this kernel's blocks leave as they finish.
+__device__ __forceinline__ void overlapped_start(bool overlapped) {
+  if (overlapped) {
+    pdl_wait();
+    pdl_trigger();
+  }
 }
 
 // Stage 1's weight tile at `dst` by the tensor map: kBoxes pairs of kBoxRows-row boxes, box q's gate rows
