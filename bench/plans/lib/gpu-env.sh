@@ -26,6 +26,9 @@
 #   path_thresholds MOE SHAPES FORMATS M RES
 #                              scripts/path-thresholds (Auto and each forced path, per M) into
 #                              $R/path-thresholds.log, capped so RES seconds stay; prints its table
+#   call_kernels_ncu MOE M..   ncu's time of every kernel of the MoE call (Qwen3-30B-A3B fp8, Auto, caches
+#                              not flushed), two calls after warm-up per M, into $R/call-ncu-mM.log; prints
+#                              one line per kernel (name, grid, us) and their sum
 #   swap_gemm_ncu MOE RES      ncu's time and DRAM bytes of the swapped grouped GEMM's launches (Qwen3-30B-A3B,
 #                              64 and 256 tokens), fp8 then bf16, into $R/swap-gemm-ncu-FORMAT.log
 #   wgmma_cycles MOE VAR "V1 V2.." M,M..
@@ -195,6 +198,25 @@ swap_gemm_ncu() {
     echo "swap GEMM ncu $fmt rc $?"
     grep -E "expert_wgmma_swap_kernel|gpu__time|dram__bytes" $R/swap-gemm-ncu-$fmt.log |
       sed -E 's/\(MmaKernelArgs.*//' | head -48
+    pack
+  done
+}
+call_kernels_ncu() {
+  local moe=$1 m ncu
+  shift
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for m in "$@"; do
+    [ "$(cap 45 10)" -lt 35 ] && break
+    timeout "$(cap 45 10)" "$ncu" --clock-control none --cache-control none \
+      -k 'regex:prologue|route|align|group_|fp8_rows|wgmma|combine|swap_ab|expert_' --launch-skip 40 \
+      --launch-count 14 --metrics gpu__time_duration.sum "$moe" bench --shapes qwen3-30b-a3b \
+      --formats fp8_block --M "$m" > "$R/call-ncu-m$m.log" 2>&1
+    echo "call kernels ncu M=$m rc $?"
+    awk '/^  [a-z].*\(/ { name = $0; sub(/\(.*/, "", name); sub(/<.*/, "", name); sub(/.*[ :]/, "", name)
+                          match($0, /\) \([0-9, ]+\)x/); grid = substr($0, RSTART + 3, RLENGTH - 5) }
+         /gpu__time_duration.sum/ { t = $NF; gsub(/,/, "", t); u = $(NF - 1)
+                                   t = u == "ms" ? t * 1000 : u == "ns" ? t / 1000 : t; sum += t; printf "  %-28s %-12s %8.2f\n", name, grid, t }
+         END { printf "  sum of kernels %.2f us\n", sum }' "$R/call-ncu-m$m.log"
     pack
   done
 }

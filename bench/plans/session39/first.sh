@@ -5,7 +5,8 @@
 # ids and the next item's tile at the item's start instead of after its last K step (session 38's cycles:
 # stage 2's set-up and epilogue 44 % of its consumers' step at 256 tokens). Here: the branch's quick
 # gpu-check (the H200 column at main's kernels plus the new forced-path row), the switch off against on, the
-# swapped kernel's cycles with it off and on. Carry: .carry/s39.tar.xz (the branch's binaries and its
+# swapped kernel's cycles with it off and on; ncu's time of each kernel of the call at 64 and 256 tokens
+# (where the 45-70 us above the floor go: the cycles had stage 1's steps near the floor's pace). Carry: .carry/s39.tar.xz (the branch's binaries and its
 # MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as bin/moe-measuring).
 set -uo pipefail
 export END=${END:-560}
@@ -18,6 +19,7 @@ env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b
   --formats fp8_block,bf16 --M 64,128,256
 pivot_rows $R/ahead-ab.log
 pack
+call_kernels_ncu $B/moe 64 256
 wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 64,256
 pack
 echo "done t=$(el)"
