@@ -5,7 +5,8 @@
 # ahead) and MOE_WGMMA_OVERLAPPED (both wgmma kernels launched by programmatic dependent launch, waiting after
 # their ring set-up, their successor launched at once). Here: the grouped-GEMM forced-path test (their rows'
 # bits against the plain rows'), each switch off against on (Qwen3-30B-A3B, two rounds), ncu's time of each
-# kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), the swapped kernel's cycles
+# kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), stage 2's pair outputs in
+# bf16 from 0 tokens against from 1024 (the default; measured on the 128-pair kernel only), the swapped kernel's cycles
 # with the pair ids ahead off and on at 256 tokens.
 set -uo pipefail
 export END=${END:-480}
@@ -25,5 +26,9 @@ env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b
 pivot_rows $R/ahead-ab.log
 pack
 call_kernels_ncu $B/moe 64 256
+env_ab_rows $R/ybf16-ab.log MOE_GROUPED_Y_BF16_MIN_TOKENS "1024 0" $B/moe --shapes qwen3-30b-a3b \
+  --formats fp8_block --M 64,256
+pivot_rows $R/ybf16-ab.log
+pack
 wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 256
 echo "done t=$(el)"
