@@ -737,6 +737,15 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
                ws.num_active.as<int>(),
                ws.slot_begin.as<int>()};
   aa.block_counts = ws.group_block_counts.as<int>();
+  // The grouped GEMM's tile list with the grouping (grouping_lists_tiles): the routed experts' only (the
+  // shared expert's grouping is the route kernel's, and its stages run after the routed ones, which the one
+  // tile workspace needs).
+  if (stages == StagePath::Mma && grouping_lists_tiles()) {
+    aa.tiles = ws.mma_tiles.as<int2>();
+    aa.num_tiles = ws.mma_num_tiles.as<int>();
+    aa.tile_rows = grouped_gemm_pair_tile(M * g.g.pair_div, g.w.num_experts, g.w.hidden, g.w.inter);
+    g.tiles_listed_rows = aa.tile_rows;
+  }
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;

@@ -451,6 +451,25 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_staged(1, staged_h_default);
   cuda::set_grouped_gemm_staged(2, staged_y_default);
   cuda::set_grouped_gemm_two_parts(two_parts_default);
+  // The default kernels with the tile list from the GEMM's own launch instead of the grouping's
+  // (grouping_lists_tiles): the same list, so the same bits, on one GPU and on a TP rank.
+  const bool lists_tiles_default = cuda::grouping_lists_tiles();
+  for (int M : {1, 5, 40, 80, 130, kM}) {
+    cuda::set_grouping_lists_tiles(true);
+    const std::vector<float> listed = run(layer, ws, g, M, path),
+                             listed_tp = run(layer_tp, ws_tp, g_tp, M, path);
+    cuda::set_grouping_lists_tiles(false);
+    const std::vector<float> own = run(layer, ws, g, M, path), own_tp = run(layer_tp, ws_tp, g_tp, M, path);
+    std::printf("[tile list by the grouping %s] M=%-4d bits %s, TP rank %s\n",
+                std::string(format_name(f)).c_str(), M, listed == own ? "equal" : "DIFFER",
+                listed_tp == own_tp ? "equal" : "DIFFER");
+    EXPECT_EQ(0, std::memcmp(listed.data(), own.data(), own.size() * 4))
+        << "tile list by the grouping, M=" << M;
+    EXPECT_EQ(0, std::memcmp(listed_tp.data(), own_tp.data(), own_tp.size() * 4))
+        << "tile list by the grouping, TP, M=" << M;
+    EXPECT_EQ(non_finite(listed), 0) << "tile list by the grouping, M=" << M;
+  }
+  cuda::set_grouping_lists_tiles(lists_tiles_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -46,7 +46,7 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int* 
 
 // The grouping's per-expert arrays from thread e's count c of expert e (every thread of the block calls it;
 // blockDim.x >= E): offsets, the active list and each active slot's first pair, the number
-// active. Returns expert e's first position in sorted_pairs.
+// active, and with a.tiles the grouped GEMM's tile list. Returns expert e's first position in sorted_pairs.
 __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, int* warp_sums) {
   const int E = a.num_experts, e = threadIdx.x;
   int total = 0, active_total = 0;
@@ -65,6 +65,14 @@ __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, 
   if (e == 0) {
     a.offsets[E] = total;
     *a.num_active = active_total;
+  }
+  if (a.tiles) {
+    // In expert order, which is the active list's order: mma_tiles_kernel's list.
+    const int n_tiles = e < E ? (c + a.tile_rows - 1) / a.tile_rows : 0;
+    int tiles_total = 0;
+    const int first = block_exclusive_scan(n_tiles, warp_sums, &tiles_total);
+    for (int i = 0; i < n_tiles; ++i) a.tiles[first + i] = make_int2(e, start + i * a.tile_rows);
+    if (e == 0) *a.num_tiles = tiles_total;
   }
   return start;
 }

@@ -235,6 +235,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
 
 EnvSwitch wgmma_switch("MOE_MMA_WGMMA");
 EnvSwitch swap_switch("MOE_WGMMA_SWAP");
+EnvSwitch grouping_tiles_switch("MOE_GROUPING_TILES", true);
 // The smallest pair tile (sizes the tile list).
 constexpr int kMinPairTile = 16;
 // Off by default: on an H200 (session 15) fp8_rows after the GEMM measured faster than the epilogue's
@@ -294,6 +295,14 @@ int grouped_gemm_pair_tile(int pairs, int experts, int hidden, int inter) {
   return swapped_pair_tile(pairs, experts, grouped_gemm_swap_max_tile(), swap_max_mean_pairs(hidden, inter));
 }
 
+bool grouping_lists_tiles() {
+  return grouping_tiles_switch.get();
+}
+
+void set_grouping_lists_tiles(bool on) {
+  grouping_tiles_switch.set(on);
+}
+
 bool grouped_gemm_quantises_h() {
   return quantise_h_switch.get();
 }
@@ -332,15 +341,17 @@ void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const M
   const auto tiles = [&](auto rows) {
     mma_tiles_kernel<decltype(rows)::value><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
   };
-  if (pair_tile == 16)
-    tiles(std::integral_constant<int, 16>{});
-  else if (pair_tile == 32)
-    tiles(std::integral_constant<int, 32>{});
-  else if (pair_tile == 64)
-    tiles(std::integral_constant<int, 64>{});
-  else
-    tiles(std::integral_constant<int, kBM>{});
-  MOE_CUDA_CHECK_LAUNCH();
+  if (a.tiles_listed_rows != pair_tile) {  // else the grouping listed them (AlignArgs::tiles)
+    if (pair_tile == 16)
+      tiles(std::integral_constant<int, 16>{});
+    else if (pair_tile == 32)
+      tiles(std::integral_constant<int, 32>{});
+    else if (pair_tile == 64)
+      tiles(std::integral_constant<int, 64>{});
+    else
+      tiles(std::integral_constant<int, kBM>{});
+    MOE_CUDA_CHECK_LAUNCH();
+  }
   if (a.w.format == WFormat::Fp8Block)
     run_stages<true>(a, x, tokens, s, pair_tile, stream);
   else

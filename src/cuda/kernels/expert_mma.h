@@ -60,6 +60,11 @@ void set_grouped_gemm_swap(bool on);
 // intermediate size (the rank's shard): 16, 32 or 64 for the swapped wgmma GEMM, or kMmaTileRows for the
 // 128-pair tiles: swapped_pair_tile with grouped_gemm_swap_max_tile and swap_max_mean_pairs.
 int grouped_gemm_pair_tile(int pairs, int experts, int hidden, int inter);
+// Whether the expert grouping (align, or the one-block prologue) also lists the grouped GEMM's tiles
+// (AlignArgs::tiles) instead of the GEMM's own tile-list launch: on unless MOE_GROUPING_TILES=0 (session 39);
+// set_grouping_lists_tiles overrides it. The same list either way.
+bool grouping_lists_tiles();
+void set_grouping_lists_tiles(bool on);
 // The most mean pairs per expert a tile of the swapped kernel covers.
 constexpr int kMaxSwappedMean = 48;
 // The tile by the mean pairs per expert (16 up to 12, 32 up to 24, 64 up to 48, else kMmaTileRows), and

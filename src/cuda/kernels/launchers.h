@@ -50,6 +50,12 @@ struct AlignArgs {
   // [kGroupingMaxBlocks, E] (launch_align's many-block grouping): each block's counts, then its first
   // position per expert. Null: the grouping runs in one block.
   int* block_counts = nullptr;
+  // The grouped GEMM's work list, written with the grouping when set (one launch fewer than its own tile-list
+  // kernel, mma_tiles.cuh, whose list this is): every active expert's sorted pairs cut into tiles of
+  // tile_rows, (expert, first position) in expert order, and their count.
+  int2* tiles = nullptr;
+  int* num_tiles = nullptr;
+  int tile_rows = 0;
 };
 // A swap-AB call's counter boundaries (MoeWorkspace::chain_counters): stage 1's and stage 2's arrivals.
 constexpr int kChainCounters = 2;
@@ -73,6 +79,9 @@ struct GemvArgs {
   // host's tokens x pair_div, which the grouped GEMM's h by sorted position needs
   // (grouped_gemm_h_by_position).
   bool pairs_all_local = false;
+  // The grouping also listed the grouped GEMM's tiles of this many rows (AlignArgs::tiles) into the tile
+  // workspace; 0: the grouped GEMM lists them itself.
+  int tiles_listed_rows = 0;
 };
 void launch_stage1(const GemvArgs& a, cudaStream_t stream);
 // Lanes that split one row's K in stage 1 or 2 for these arguments (what fixes each dot product's bits).
