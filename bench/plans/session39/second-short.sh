@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# second.sh for little device time (END 200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
+# overlapped launch and the grouping's tile list each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8,
+# two rounds), ncu's time of each kernel of the call at 64 tokens. Carry: .carry/s39c.tar.xz.
+set -uo pipefail
+export END=${END:-200}
+source bench/plans/lib/gpu-env.sh
+start_plan .carry/s39c.tar.xz || exit 1
+timeout "$(cap 60 120)" $B/cuda_forced_paths_test --gtest_color=no \
+  --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
+echo "forced paths rc $? t=$(el)"
+grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
+pack
+for var in MOE_WGMMA_OVERLAPPED MOE_GROUPING_TILES; do
+  env_ab_rows $R/$var-ab.log $var "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
+  pivot_rows $R/$var-ab.log
+  pack
+done
+call_kernels_ncu $B/moe 64
+echo "done t=$(el)"
