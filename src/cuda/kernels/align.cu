@@ -57,8 +57,6 @@ __global__ void __launch_bounds__(kAlignThreads) align_kernel(AlignArgs a) {
 }
 
 constexpr int kChunkThreads = 256;
-// Pairs per block of the many-block grouping at least (fewer blocks for small calls).
-constexpr int kMinChunk = 1024;
 
 // Block b's pairs [b * chunk, (b + 1) * chunk) counted per expert into block_counts[b].
 __global__ void __launch_bounds__(kChunkThreads) group_count_kernel(AlignArgs a, int chunk) {
@@ -135,13 +133,18 @@ __global__ void __launch_bounds__(kChunkThreads) group_place_kernel(AlignArgs a,
 // MOE_GROUPING_MULTIBLOCK=0: always the single-block kernel, to compare the two without a rebuild (session 16
 // used it to rule the many-block grouping out of an illegal address that was in the swap-AB stage 2).
 EnvSwitch multiblock_switch("MOE_GROUPING_MULTIBLOCK");
+// Pairs per block of the many-block grouping at least (fewer blocks for small calls): one block's worth
+// groups in the single-block kernel, one launch instead of three. 1024 unless MOE_GROUPING_MIN_CHUNK says
+// otherwise (session 39: more, to measure the single block on 256 and 512 tokens).
+EnvCount min_chunk_setting("MOE_GROUPING_MIN_CHUNK", 1024, 256, 1 << 20);
 
 }  // namespace
 
 void launch_align(const AlignArgs& a, cudaStream_t stream) {
   const int E = a.num_experts;
-  const int blocks = std::clamp((a.n_pairs + kMinChunk - 1) / kMinChunk, 1, kGroupingMaxBlocks);
-  // One block's worth of pairs (M = 9..128 at top 8): the single-block kernel, one launch instead of three.
+  const int min_chunk = min_chunk_setting.get();
+  const int blocks = std::clamp((a.n_pairs + min_chunk - 1) / min_chunk, 1, kGroupingMaxBlocks);
+  // One block's worth of pairs (M = 9..128 at top 8 by default): the single-block kernel.
   if (!a.block_counts || blocks == 1 || !multiblock_switch.get()) {
     const int smem = kWarps * E * static_cast<int>(sizeof(int));
     MOE_CUDA_CHECK(cudaFuncSetAttribute(align_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
