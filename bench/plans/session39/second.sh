@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Session 39's plan for branch next/s39-overlapped (carry .carry/s39c.tar.xz: its binaries and its
+# Session 39's plan for branch next/s39-overlapped (carry .carry/s39d.tar.xz: its binaries and its
 # MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as bin/moe-measuring). Three switches, never run:
 # MOE_WGMMA_SWAP_AHEAD (off; session 38: the swapped kernel's pair ids and next tile an item ahead),
 # MOE_WGMMA_OVERLAPPED (off; both wgmma kernels launched by programmatic dependent launch, waiting after their
 # ring set-up, their successor launched at once) and MOE_GROUPING_TILES (on: the grouping lists the GEMM's
-# tiles, one launch fewer). Here: the grouped-GEMM forced-path test (their rows' bits against the plain
+# tiles, one launch fewer); and MOE_GROUPING_MIN_CHUNK 4096 against 1024 (the one-block grouping up to 512
+# tokens: two launches fewer at 256 and 512). Here: the grouped-GEMM forced-path test (their rows' bits against the plain
 # rows'), each switch off against on (Qwen3-30B-A3B, two rounds), ncu's time of each
 # kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), stage 2's pair outputs in
 # bf16 from 0 tokens against from 1024 (the default; measured on the 128-pair kernel only), the swapped kernel's cycles
@@ -12,7 +13,7 @@
 set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39c.tar.xz || exit 1
+start_plan .carry/s39d.tar.xz || exit 1
 timeout "$(cap 60 300)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
@@ -25,6 +26,10 @@ pack
 env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256,4096
 pivot_rows $R/tiles-ab.log
+pack
+env_ab_rows $R/chunk-ab.log MOE_GROUPING_MIN_CHUNK "1024 4096" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+  --M 256,512
+pivot_rows $R/chunk-ab.log
 pack
 env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
   --M 64,128,256
