@@ -11,10 +11,12 @@ timeout "$(cap 60 120)" $B/cuda_forced_paths_test --gtest_color=no \
 echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
 pack
+clocks_start $R/clocks.log
 for var in MOE_WGMMA_OVERLAPPED MOE_GROUPING_TILES; do
   env_ab_rows $R/$var-ab.log $var "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
   pivot_rows $R/$var-ab.log
   pack
 done
+clocks_stop
 call_kernels_ncu $B/moe 64
 echo "done t=$(el)"

@@ -19,8 +19,10 @@ timeout "$(cap 60 300)" $B/cuda_forced_paths_test --gtest_color=no \
 echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
 pack
+clocks_start $R/clocks.log
 env_ab_rows $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,128,256,1024,4096
+clocks_stop
 pivot_rows $R/overlapped-ab.log
 pack
 env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
