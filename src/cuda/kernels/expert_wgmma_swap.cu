@@ -232,9 +232,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     int ring = 0;
     const int P = a.w.inter, H = a.w.hidden;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      cycles.mark(kCyIssue);
       const WorkItem w = work_item<kStage>(a, item, n_blocks);
       const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
       const int w_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
+      cycles.mark(kCyItemSetUp);
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
         cycles.mark(kCyIssue);
@@ -253,6 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             tma_box_to_shared(dst, &w_map, kc, w_row, &full[slot]);
           }
         }
+        cycles.mark(kCyTensorCopy);
         loader.load(a, smem0 + slot * kSlot, step);
         cp_async_mbar_arrive(&full[slot]);
       }

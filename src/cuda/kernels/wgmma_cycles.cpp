@@ -35,10 +35,15 @@ void report_wgmma_cycles(const char* kernel, void* device) {
         cons[kCyPromote] / steps, cons[kCyEpilogue] / steps, 100 * cons[kCyWait] / total,
         100 * cons[kCyMma] / total, 100 * cons[kCyPromote] / total, 100 * cons[kCyEpilogue] / total);
     const double* cp = sum[kCyWarps - 1];
-    if (cp[kCySteps] > 0)
-      std::printf("  stage %d copier: per step %.0f cycles: waiting for an empty slot %.0f, issuing %.0f\n",
-                  stage + 1, cp[kCyTotal] / cp[kCySteps], cp[kCyWait] / cp[kCySteps],
-                  cp[kCyIssue] / cp[kCySteps]);
+    if (cp[kCySteps] > 0) {
+      const double n = cp[kCySteps], split = cp[kCyTensorCopy] + cp[kCyItemSetUp];
+      std::printf("  stage %d copier: per step %.0f cycles: waiting for an empty slot %.0f, issuing %.0f",
+                  stage + 1, cp[kCyTotal] / n, cp[kCyWait] / n, (cp[kCyIssue] + split) / n);
+      if (split > 0)
+        std::printf(" (item set-up %.0f, tensor-map copy %.0f, cp.async and arrival %.0f)",
+                    cp[kCyItemSetUp] / n, cp[kCyTensorCopy] / n, cp[kCyIssue] / n);
+      std::printf("\n");
+    }
   }
   MOE_CUDA_CHECK(cudaMemset(device, 0, sizeof(CycleTable)));
 }

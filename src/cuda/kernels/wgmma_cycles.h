@@ -4,7 +4,9 @@
 // cycles of each part of the loop.
 namespace moe::cuda {
 
-// The copier's issuing time goes where the consumers' wgmma time does (kCyIssue).
+// The copier's issuing time goes where the consumers' wgmma time does (kCyIssue); the swapped kernel's copier
+// also splits off its work items' set-up (kCyItemSetUp) and thread 0's tensor-map copies (kCyTensorCopy, in
+// its first warp's time: lane 0 issues them) into the consumers' other parts.
 enum CycleKind : int {
   kCyTotal,
   kCyWait,
@@ -13,7 +15,9 @@ enum CycleKind : int {
   kCyEpilogue,
   kCySteps,
   kCyKinds,
-  kCyIssue = kCyMma
+  kCyIssue = kCyMma,
+  kCyTensorCopy = kCyPromote,
+  kCyItemSetUp = kCyEpilogue
 };
 constexpr int kCyBlocks = 160, kCyWarps = 9;
 using CycleTable = unsigned long long[2][kCyBlocks][kCyWarps][kCyKinds];
