@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # second.sh for little device time (END 200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
 # overlapped launch and the grouping's tile list each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8,
-# two rounds), ncu's time of each kernel of the call at 64 tokens. Carry: .carry/s39d.tar.xz.
+# two rounds), ncu's time of each kernel of the call at 64 tokens. Carry: .carry/s39e.tar.xz.
 set -uo pipefail
 export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39d.tar.xz || exit 1
+start_plan .carry/s39e.tar.xz || exit 1
 timeout "$(cap 60 120)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"

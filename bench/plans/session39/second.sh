@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39's plan for branch next/s39-overlapped (carry .carry/s39d.tar.xz: its binaries and its
+# Session 39's plan for branch next/s39-overlapped (carry .carry/s39e.tar.xz: its binaries and its
 # MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as bin/moe-measuring). Three switches, never run:
 # MOE_WGMMA_SWAP_AHEAD (off; session 38: the swapped kernel's pair ids and next tile an item ahead),
 # MOE_WGMMA_OVERLAPPED (off; both wgmma kernels launched by programmatic dependent launch, waiting after their
@@ -13,7 +13,7 @@
 set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39d.tar.xz || exit 1
+start_plan .carry/s39e.tar.xz || exit 1
 timeout "$(cap 60 300)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
@@ -42,5 +42,5 @@ env_ab_rows $R/ybf16-ab.log MOE_GROUPED_Y_BF16_MIN_TOKENS "1024 0" $B/moe --shap
   --formats fp8_block --M 64,256
 pivot_rows $R/ybf16-ab.log
 pack
-wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 256
+wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 256,64
 echo "done t=$(el)"
