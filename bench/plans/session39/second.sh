@@ -21,26 +21,26 @@ grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFF
 pack
 clocks_start $R/clocks.log
 env_ab_rows $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
-  --M 64,128,256,1024,4096
+  --M 64,256,4096
 clocks_stop
 pivot_rows $R/overlapped-ab.log
 pack
+env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+  --M 64,256
+pivot_rows $R/ahead-ab.log
+pack
+call_kernels_ncu $B/moe 64 256
 env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
-  --M 64,256,4096
+  --M 64,256
 pivot_rows $R/tiles-ab.log
 pack
+wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 64,256
 env_ab_rows $R/chunk-ab.log MOE_GROUPING_MIN_CHUNK "1024 4096" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 256,512
 pivot_rows $R/chunk-ab.log
 pack
-env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
-  --M 64,128,256
-pivot_rows $R/ahead-ab.log
-pack
-call_kernels_ncu $B/moe 64 256
 env_ab_rows $R/ybf16-ab.log MOE_GROUPED_Y_BF16_MIN_TOKENS "1024 0" $B/moe --shapes qwen3-30b-a3b \
   --formats fp8_block --M 64,256
 pivot_rows $R/ybf16-ab.log
 pack
-wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 256,64
 echo "done t=$(el)"
