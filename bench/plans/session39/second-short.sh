@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # second.sh for little device time (END 200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
-# overlapped launch and the grouping's tile list each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8,
-# two rounds), ncu's time of each kernel of the call at 64 tokens. Carry: .carry/s39e.tar.xz.
+# overlapped launch and the pair ids ahead each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8, two
+# rounds), ncu's time of each kernel of the call at 64 tokens, then the grouping's tile list off against on. Carry: .carry/s39e.tar.xz.
 set -uo pipefail
 export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
@@ -12,11 +12,14 @@ echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
 pack
 clocks_start $R/clocks.log
-for var in MOE_WGMMA_OVERLAPPED MOE_GROUPING_TILES; do
+for var in MOE_WGMMA_OVERLAPPED MOE_WGMMA_SWAP_AHEAD; do
   env_ab_rows $R/$var-ab.log $var "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
   pivot_rows $R/$var-ab.log
   pack
 done
 clocks_stop
 call_kernels_ncu $B/moe 64
+env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
+pivot_rows $R/tiles-ab.log
+pack
 echo "done t=$(el)"
