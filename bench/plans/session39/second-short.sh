@@ -6,7 +6,7 @@ set -uo pipefail
 export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
 start_plan .carry/s39e.tar.xz || exit 1
-timeout "$(cap 60 120)" $B/cuda_forced_paths_test --gtest_color=no \
+timeout "$(cap 45 100)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
