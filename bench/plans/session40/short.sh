@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# second.sh for little device time (END 200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
+# first.sh for little device time (END 160-200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
 # overlapped launch and the pair ids ahead each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8, two
 # rounds), ncu's time of each kernel of the call at 64 tokens, then the grouping's tile list off against on. Carry: .carry/s39e.tar.xz.
 set -uo pipefail

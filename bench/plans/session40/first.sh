@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Session 39's plan for branch next/s39-overlapped (carry .carry/s39e.tar.xz: its binaries and its
-# MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as bin/moe-measuring). Three switches, never run:
+# Session 40's first plan (written in session 39, which got no device call), for branch next/s39-overlapped;
+# carry .carry/s39e.tar.xz (its binaries and its MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as
+# bin/moe-measuring). Switches never run: MOE_WGMMA_OVERLAPPED (off: both wgmma kernels launched by
+# programmatic dependent launch, waiting after their ring set-up, their successor launched at once),
 # MOE_WGMMA_SWAP_AHEAD (off; session 38: the swapped kernel's pair ids and next tile an item ahead),
-# MOE_WGMMA_OVERLAPPED (off; both wgmma kernels launched by programmatic dependent launch, waiting after their
-# ring set-up, their successor launched at once) and MOE_GROUPING_TILES (on: the grouping lists the GEMM's
-# tiles, one launch fewer); and MOE_GROUPING_MIN_CHUNK 4096 against 1024 (the one-block grouping up to 512
-# tokens: two launches fewer at 256 and 512). Here: the grouped-GEMM forced-path test (their rows' bits against the plain
-# rows'), each switch off against on (Qwen3-30B-A3B, two rounds), ncu's time of each
-# kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), stage 2's pair outputs in
-# bf16 from 0 tokens against from 1024 (the default; measured on the 128-pair kernel only), the swapped kernel's cycles
-# with the pair ids ahead off and on at 256 tokens.
+# MOE_GROUPING_TILES (on: the grouping lists the GEMM's tiles, one launch fewer), MOE_GROUPING_MIN_CHUNK
+# 4096 against 1024 (the one-block grouping up to 512 tokens: two launches fewer at 256 and 512). Here, in
+# order of what the next step needs: the grouped-GEMM forced-path test (the new rows' bits against the plain
+# rows'), each switch off against on (Qwen3-30B-A3B fp8, two rounds; nvidia-smi's SM clock over the first),
+# ncu's time of each kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), the
+# swapped kernel's cycles (the copier's issuing now split) with the pair ids ahead off and on, then stage 2's
+# pair outputs in bf16 from 0 tokens against from 1024 (a runtime setting).
 set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
