@@ -29,6 +29,9 @@
 #   call_kernels_ncu MOE M..   ncu's time of every kernel of the MoE call (Qwen3-30B-A3B fp8, Auto, caches
 #                              not flushed), two calls after warm-up per M, into $R/call-ncu-mM.log; prints
 #                              one line per kernel (name, grid, us) and their sum
+#   clocks_start FILE / clocks_stop
+#                              nvidia-smi's SM and memory clocks every 200 ms into FILE while what runs between
+#                              them runs; clocks_stop prints their spread over the samples with the SMs busy
 #   swap_gemm_ncu MOE RES      ncu's time and DRAM bytes of the swapped grouped GEMM's launches (Qwen3-30B-A3B,
 #                              64 and 256 tokens), fp8 then bf16, into $R/swap-gemm-ncu-FORMAT.log
 #   wgmma_cycles MOE VAR "V1 V2.." M,M..
@@ -219,6 +222,20 @@ call_kernels_ncu() {
          END { printf "  sum of kernels %.2f us\n", sum }' "$R/call-ncu-m$m.log"
     pack
   done
+}
+clocks_start() {
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu --format=csv,noheader,nounits -lms 200 \
+    > "$1" 2>&1 &
+  clocks_pid=$!
+  clocks_file=$1
+}
+clocks_stop() {
+  [ -n "${clocks_pid:-}" ] && kill "$clocks_pid" 2>/dev/null
+  clocks_pid=
+  awk -F', ' '$3 > 50 { print $1 }' "$clocks_file" | sort -n |
+    awk '{ sm[++n] = $1; s += $1 } END { if (!n) { print "clocks: no busy samples"; exit }
+      printf "clocks: %d busy samples, SM MHz min %d median %d max %d, mean %.0f\n", n, sm[1],
+      sm[int((n + 1) / 2)], sm[n], s / n }'
 }
 swap_ab_timeline() {
   local moe=$1 m
