@@ -41,9 +41,9 @@ std::vector<int> int_list(const std::string& option, const std::string& s, long 
 
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv,
-         with_tp_options({"shapes", "formats", "paths", "M", "copies", "json", "peak-bf16", "peak-fp8",
-                          "model", "random-shape", "format", "layers", "batches", "context", "prefill",
-                          "reps", "chain", "blocks"}),
+         with_tp_options({"shapes",   "formats", "paths",        "M",      "copies", "json",    "peak-bf16",
+                          "peak-fp8", "model",   "random-shape", "format", "layers", "batches", "context",
+                          "prefill",  "reps",    "chain",        "blocks", "env-ab", "rounds"}),
          {"boundaries", "read-sweep"});
   // What one kernel-to-kernel dependency costs (cuda/boundary_latency.h), not a model or a layer.
   if (a.flag("boundaries")) {
@@ -79,6 +79,17 @@ int cmd_bench(int argc, char** argv) {
   o.json_path = a.str("json", "");
   o.peak_tflops_bf16 = a.number("peak-bf16", 0);
   o.peak_tflops_fp8 = a.number("peak-fp8", 0);
+  if (a.has("env-ab")) {
+    // VAR=V1,V2,...: every row under each value in turn, --rounds times (2 unless given).
+    const std::string ab = a.str("env-ab");
+    const size_t eq = ab.find('=');
+    require_input(eq != std::string::npos && eq > 0, "--env-ab: expected VAR=V1,V2 (got '", ab, "')");
+    o.env_var = ab.substr(0, eq);
+    o.env_values = split(ab.substr(eq + 1));
+    require_input(!o.env_values.empty(), "--env-ab: no values for ", o.env_var);
+    o.rounds = static_cast<int>(a.integer("rounds", 2));
+    require_input(o.rounds >= 1 && o.rounds <= 10, "--rounds: 1 to 10 (got ", o.rounds, ")");
+  }
   return cuda::run_moe_bench(o);
 }
 

@@ -1,10 +1,39 @@
 #pragma once
 // On/off switches read from the environment (measuring and debugging knobs such as MOE_FUSED=1): set and a
 // non-zero integer means on. Callers that read a switch on a hot path keep the answer in a static.
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace moe {
+
+namespace env_detail {
+// Every EnvSwitch and EnvCount of the process, with how to make it read the environment again.
+struct Registered {
+  void* setting;
+  void (*forget)(void*);
+};
+inline std::vector<Registered>& registry() {
+  static std::vector<Registered> all;
+  return all;
+}
+inline void unregister(void* setting) {
+  std::vector<Registered>& all = registry();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].setting == setting) {
+      all.erase(all.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
+}  // namespace env_detail
+
+// Has every EnvSwitch and EnvCount read the environment again at its next get(), dropping what set() gave
+// it: for a measuring tool that changes the environment between runs in one process (moe bench --env-ab).
+// Code that keeps a setting's answer in a static of its own does not see the change.
+inline void reread_env_settings() {
+  for (const env_detail::Registered& r : env_detail::registry()) r.forget(r.setting);
+}
 
 inline bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -15,7 +44,12 @@ inline bool env_flag(const char* name) {
 // any other value on; unset keeps the default. Code may set it (tests that compare both settings).
 class EnvSwitch {
  public:
-  explicit EnvSwitch(const char* name, bool default_on = true) : name_(name), default_on_(default_on) {}
+  explicit EnvSwitch(const char* name, bool default_on = true) : name_(name), default_on_(default_on) {
+    env_detail::registry().push_back({this, [](void* s) { static_cast<EnvSwitch*>(s)->state_ = -1; }});
+  }
+  ~EnvSwitch() { env_detail::unregister(this); }
+  EnvSwitch(const EnvSwitch&) = delete;  // registered by address
+  EnvSwitch& operator=(const EnvSwitch&) = delete;
   bool get() {
     if (state_ < 0) {
       const char* v = std::getenv(name_);
@@ -36,7 +70,12 @@ class EnvSwitch {
 class EnvCount {
  public:
   EnvCount(const char* name, int default_value, int lo, int hi)
-      : name_(name), default_(default_value), lo_(lo), hi_(hi) {}
+      : name_(name), default_(default_value), lo_(lo), hi_(hi) {
+    env_detail::registry().push_back({this, [](void* s) { static_cast<EnvCount*>(s)->read_ = false; }});
+  }
+  ~EnvCount() { env_detail::unregister(this); }
+  EnvCount(const EnvCount&) = delete;  // registered by address
+  EnvCount& operator=(const EnvCount&) = delete;
   int get() {
     if (!read_) {
       const char* v = std::getenv(name_);

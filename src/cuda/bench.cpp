@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/event_timing.h"
@@ -66,7 +69,18 @@ struct Row {
   double us, floor_us, gbps, tflops;
   int unique_experts;
   double bytes;
+  std::string setting;  // --env-ab: "VAR=V rN", else empty
 };
+
+// The settings each row is measured under: one empty one, or (--env-ab) every value of the variable, round
+// after round.
+std::vector<std::pair<std::string, int>> settings_of(const BenchOptions& o) {
+  if (o.env_var.empty()) return {{"", 0}};
+  std::vector<std::pair<std::string, int>> all;
+  for (int round = 1; round <= o.rounds; ++round)
+    for (const std::string& v : o.env_values) all.push_back({v, round});
+  return all;
+}
 
 }  // namespace
 
@@ -123,51 +137,59 @@ int run_moe_bench(const BenchOptions& o) {
       MOE_CUDA_CHECK(cudaDeviceSynchronize());
 
       for (const std::string& path_name : o.paths)
-        for (int M : o.Ms) {
-          const GemmPath path = parse_path(path_name);
-          // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
-          fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream, path);
-          MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-          std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
-          MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
-          const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
+        for (int M : o.Ms)
+          for (const auto& [value, round] : settings_of(o)) {
+            if (!o.env_var.empty()) {
+              require(::setenv(o.env_var.c_str(), value.c_str(), 1) == 0, "moe bench: cannot set ",
+                      o.env_var);
+              reread_env_settings();
+            }
+            const GemmPath path = parse_path(path_name);
+            // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
+            fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream,
+                      path);
+            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+            std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
+            MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
+            const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
 
-          const int calls = M <= 256 ? 2 * copies : copies;
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-          for (int i = 0; i < calls; ++i)
-            fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
-                      out.as<uint16_t>(), stream, path);
-          MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-          MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-          std::vector<double> per_call =
-              time_each_ms(stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
-          for (double& t : per_call) t *= 1e3 / calls;
-          cudaGraphExecDestroy(exec);
-          cudaGraphDestroy(graph);
+            const int calls = M <= 256 ? 2 * copies : copies;
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+            for (int i = 0; i < calls; ++i)
+              fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
+                        out.as<uint16_t>(), stream, path);
+            MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+            MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+            std::vector<double> per_call = time_each_ms(
+                stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+            for (double& t : per_call) t *= 1e3 / calls;
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
 
-          Row row;
-          row.shape = s.name;
-          row.format = fmt;
-          row.path = path_name;
-          row.M = M;
-          row.us = median(per_call);
-          row.unique_experts = unique;
-          row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
-          const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
-                               (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
-          const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
-          row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
-          row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
-          row.tflops = flops / (row.us * 1e-6) / 1e12;
-          std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s\n", s.name, fmt.c_str(), M,
-                      row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, unique,
-                      path_name.c_str());
-          std::fflush(stdout);
-          rows.push_back(row);
-        }
+            Row row;
+            row.shape = s.name;
+            row.format = fmt;
+            row.path = path_name;
+            row.M = M;
+            row.us = median(per_call);
+            row.unique_experts = unique;
+            row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
+            const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
+                                 (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
+            const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
+            row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
+            row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
+            row.tflops = flops / (row.us * 1e-6) / 1e12;
+            if (!o.env_var.empty()) row.setting = o.env_var + "=" + value + " r" + std::to_string(round);
+            std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s%s%s\n", s.name, fmt.c_str(), M,
+                        row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, unique,
+                        path_name.c_str(), row.setting.empty() ? "" : " ", row.setting.c_str());
+            std::fflush(stdout);
+            rows.push_back(row);
+          }
     }
   }
   MOE_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -180,8 +202,9 @@ int run_moe_bench(const BenchOptions& o) {
       js << "  {\"shape\": \"" << r.shape << "\", \"format\": \"" << r.format << "\", \"path\": \"" << r.path
          << "\", \"M\": " << r.M << ", \"time_us\": " << r.us << ", \"floor_us\": " << r.floor_us
          << ", \"ratio\": " << r.us / r.floor_us << ", \"gbps\": " << r.gbps << ", \"tflops\": " << r.tflops
-         << ", \"unique_experts\": " << r.unique_experts << ", \"bytes\": " << r.bytes << "}"
-         << (i + 1 < rows.size() ? "," : "") << "\n";
+         << ", \"unique_experts\": " << r.unique_experts << ", \"bytes\": " << r.bytes;
+      if (!r.setting.empty()) js << ", \"setting\": \"" << r.setting << "\"";
+      js << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     js << "]}\n";
   }

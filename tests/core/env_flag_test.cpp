@@ -1,6 +1,7 @@
 // The environment switches: env_flag (set and non-zero means on), EnvSwitch (a default, NAME=0 turns it
 // off and any other value on, read once, set() overrides) and EnvCount (a default, the environment's integer
-// clamped into its range, read once, set() overrides and is clamped too).
+// clamped into its range, read once, set() overrides and is clamped too), and reread_env_settings (every
+// setting reads the environment again).
 #include "core/env_flag.h"
 
 #include <gtest/gtest.h>
@@ -78,4 +79,33 @@ TEST(EnvCount, DefaultEnvironmentClampedReadOnceSetOverrides) {
 }
 
 }  // namespace
+TEST(EnvSettings, RereadTakesTheChangedEnvironmentAndDropsSet) {
+  ::setenv("MOE_TEST_SWITCH", "0", 1);
+  ::setenv("MOE_TEST_COUNT", "1", 1);
+  EnvSwitch sw("MOE_TEST_SWITCH");
+  EnvCount count("MOE_TEST_COUNT", 2, 0, 3);
+  EXPECT_FALSE(sw.get());
+  EXPECT_EQ(count.get(), 1);
+  ::setenv("MOE_TEST_SWITCH", "1", 1);
+  ::setenv("MOE_TEST_COUNT", "3", 1);
+  EXPECT_FALSE(sw.get()) << "read once until asked to read again";
+  reread_env_settings();
+  EXPECT_TRUE(sw.get());
+  EXPECT_EQ(count.get(), 3);
+  sw.set(false);
+  count.set(0);
+  reread_env_settings();
+  EXPECT_TRUE(sw.get()) << "set() is dropped: the environment says 1";
+  EXPECT_EQ(count.get(), 3);
+  {
+    EnvSwitch gone("MOE_TEST_SWITCH");  // destroyed before the next reread: must have left the registry
+    EXPECT_TRUE(gone.get());
+  }
+  ::unsetenv("MOE_TEST_SWITCH");
+  ::unsetenv("MOE_TEST_COUNT");
+  reread_env_settings();
+  EXPECT_TRUE(sw.get()) << "unset: the default";
+  EXPECT_EQ(count.get(), 2);
+}
+
 }  // namespace moe

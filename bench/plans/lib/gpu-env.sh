@@ -16,6 +16,9 @@
 #   env_ab_rows LOG VAR "V1 V2.." MOE ARGS..
 #                              op_rows of one binary with VAR set to each value in turn, two rounds alternated
 #                              (labels rN VAR=V), appended to LOG; stops early when the plan's time runs short
+#   bench_ab LOG VAR V1,V2 MOE ARGS..
+#                              the same A/B in one process (moe bench --env-ab, two rounds): no process start
+#                              per setting; rows end "VAR=V rN"; prints them pivoted by shape, format and M
 #   pivot_rows LOG             op_rows lines regrouped by shape, format and M, each variant's time beside the
 #                              others' (what an A/B reads)
 #   prologue_ncu SHAPE BIN..   ncu's time of each binary's one-block prologue at one token (fp8, SHAPE)
@@ -122,6 +125,16 @@ env_ab_rows() {
       (export "$var=$v" && op_rows "r$round $var=$v" "$moe" "$@") >> "$log"
     done
   done
+}
+bench_ab() {
+  local log=$1 var=$2 values=$3 moe=$4
+  shift 4
+  [ "$(cap 30 0)" -lt 30 ] && return
+  timeout "$(cap 120 0)" "$moe" bench "$@" --env-ab "$var=$values" --rounds 2 2>&1 |
+    grep -E "^[a-z0-9-]+ +(fp8|bf16|mxfp4)|rror" >> "$log"
+  awk 'NF >= 12 { k = $1 " " $2 " M=" $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+                  v[k] = v[k] " " $11 "/" $12 " " $4 }
+       END { for (i = 1; i <= n; ++i) print order[i] ":" v[order[i]] }' "$log"
 }
 pivot_rows() {
   awk '{print $1, $2, $3, $4, $5, $6}' "$1" | sort -k3,3 -k4,4 -k5,5n -k2,2 -k1,1 |
