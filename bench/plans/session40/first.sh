@@ -1,47 +1,42 @@
 #!/usr/bin/env bash
 # Session 40's first plan (written in session 39, which got no device call), for branch next/s39-overlapped;
-# carry .carry/s39e.tar.xz (its binaries and its MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as
+# carry .carry/s39f.tar.xz (its binaries and its MOE_SWAP_AB_TIMELINE;MOE_WGMMA_CYCLES measuring build as
 # bin/moe-measuring). Switches never run: MOE_WGMMA_OVERLAPPED (off: both wgmma kernels launched by
 # programmatic dependent launch, waiting after their ring set-up, their successor launched at once),
 # MOE_WGMMA_SWAP_AHEAD (off; session 38: the swapped kernel's pair ids and next tile an item ahead),
 # MOE_GROUPING_TILES (on: the grouping lists the GEMM's tiles, one launch fewer), MOE_GROUPING_MIN_CHUNK
 # 4096 against 1024 (the one-block grouping up to 512 tokens: two launches fewer at 256 and 512). Here, in
 # order of what the next step needs: the grouped-GEMM forced-path test (the new rows' bits against the plain
-# rows'), each switch off against on (Qwen3-30B-A3B fp8, two rounds; nvidia-smi's SM clock over the first),
+# rows'), each switch off against on (Qwen3-30B-A3B fp8, two rounds in one process: bench_ab; nvidia-smi's SM clock over the first),
 # ncu's time of each kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), the
 # swapped kernel's cycles (the copier's issuing now split) with the pair ids ahead off and on, then stage 2's
 # pair outputs in bf16 from 0 tokens against from 1024 (a runtime setting).
 set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39e.tar.xz || exit 1
+start_plan .carry/s39f.tar.xz || exit 1
 timeout "$(cap 60 300)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
 grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
 pack
 clocks_start $R/clocks.log
-env_ab_rows $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+bench_ab $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256,4096
 clocks_stop
-pivot_rows $R/overlapped-ab.log
 pack
-env_ab_rows $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+bench_ab $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256
-pivot_rows $R/ahead-ab.log
 pack
 call_kernels_ncu $B/moe 64 256
-env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+bench_ab $R/tiles-ab.log MOE_GROUPING_TILES 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256
-pivot_rows $R/tiles-ab.log
 pack
 wgmma_cycles $B/moe-measuring MOE_WGMMA_SWAP_AHEAD "0 1" 64,256
-env_ab_rows $R/chunk-ab.log MOE_GROUPING_MIN_CHUNK "1024 4096" $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+bench_ab $R/chunk-ab.log MOE_GROUPING_MIN_CHUNK 1024,4096 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 256,512
-pivot_rows $R/chunk-ab.log
 pack
-env_ab_rows $R/ybf16-ab.log MOE_GROUPED_Y_BF16_MIN_TOKENS "1024 0" $B/moe --shapes qwen3-30b-a3b \
+bench_ab $R/ybf16-ab.log MOE_GROUPED_Y_BF16_MIN_TOKENS 1024,0 $B/moe --shapes qwen3-30b-a3b \
   --formats fp8_block --M 64,256
-pivot_rows $R/ybf16-ab.log
 pack
 echo "done t=$(el)"

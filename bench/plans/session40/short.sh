@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # first.sh for little device time (END 160-200): branch next/s39-overlapped's grouped-GEMM forced-path test, the
 # overlapped launch and the pair ids ahead each off against on at 64 and 256 tokens (Qwen3-30B-A3B fp8, two
-# rounds), ncu's time of each kernel of the call at 64 tokens, then the grouping's tile list off against on. Carry: .carry/s39e.tar.xz.
+# rounds), ncu's time of each kernel of the call at 64 tokens, then the grouping's tile list off against on. Carry: .carry/s39f.tar.xz.
 set -uo pipefail
 export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39e.tar.xz || exit 1
+start_plan .carry/s39f.tar.xz || exit 1
 timeout "$(cap 45 100)" $B/cuda_forced_paths_test --gtest_color=no \
   --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
 echo "forced paths rc $? t=$(el)"
@@ -13,13 +13,11 @@ grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFF
 pack
 clocks_start $R/clocks.log
 for var in MOE_WGMMA_OVERLAPPED MOE_WGMMA_SWAP_AHEAD; do
-  env_ab_rows $R/$var-ab.log $var "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
-  pivot_rows $R/$var-ab.log
+  bench_ab $R/$var-ab.log $var 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
   pack
 done
 clocks_stop
 call_kernels_ncu $B/moe 64
-env_ab_rows $R/tiles-ab.log MOE_GROUPING_TILES "0 1" $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
-pivot_rows $R/tiles-ab.log
+bench_ab $R/tiles-ab.log MOE_GROUPING_TILES 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
 pack
 echo "done t=$(el)"
