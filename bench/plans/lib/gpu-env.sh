@@ -16,6 +16,9 @@
 #   env_ab_rows LOG VAR "V1 V2.." MOE ARGS..
 #                              op_rows of one binary with VAR set to each value in turn, two rounds alternated
 #                              (labels rN VAR=V), appended to LOG; stops early when the plan's time runs short
+#   grouped_forced_paths CAP RES
+#                              the grouped-GEMM forced-path GPU test (at most CAP s, RES s kept for what
+#                              follows) into $R/forced-paths.log; prints its verdicts and the new rows' M=400
 #   bench_ab LOG VAR V1,V2 MOE ARGS..
 #                              the same A/B in one process (moe bench --env-ab, two rounds): no process start
 #                              per setting; rows end "VAR=V rN"; prints them pivoted by shape, format and M
@@ -125,6 +128,13 @@ env_ab_rows() {
       (export "$var=$v" && op_rows "r$round $var=$v" "$moe" "$@") >> "$log"
     done
   done
+}
+grouped_forced_paths() {
+  timeout "$(cap "$1" "$2")" $B/cuda_forced_paths_test --gtest_color=no \
+    --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
+  echo "forced paths rc $? t=$(el)"
+  grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
+  pack
 }
 bench_ab() {
   local log=$1 var=$2 values=$3 moe=$4

@@ -15,11 +15,7 @@ set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
 start_plan .carry/s39f.tar.xz || exit 1
-timeout "$(cap 60 300)" $B/cuda_forced_paths_test --gtest_color=no \
-  --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
-echo "forced paths rc $? t=$(el)"
-grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
-pack
+grouped_forced_paths 60 300
 clocks_start $R/clocks.log
 bench_ab $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256,4096

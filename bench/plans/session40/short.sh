@@ -6,11 +6,7 @@ set -uo pipefail
 export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
 start_plan .carry/s39f.tar.xz || exit 1
-timeout "$(cap 45 100)" $B/cuda_forced_paths_test --gtest_color=no \
-  --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
-echo "forced paths rc $? t=$(el)"
-grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
-pack
+grouped_forced_paths 45 100
 clocks_start $R/clocks.log
 for var in MOE_WGMMA_OVERLAPPED MOE_WGMMA_SWAP_AHEAD; do
   bench_ab $R/$var-ab.log $var 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,256
