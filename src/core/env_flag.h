@@ -1,7 +1,7 @@
 #pragma once
 // On/off switches read from the environment (measuring and debugging knobs such as MOE_FUSED=1): set and a
 // non-zero integer means on. Callers that read a switch on a hot path keep the answer in a static.
-#include <cstddef>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -20,11 +20,8 @@ inline std::vector<Registered>& registry() {
 }
 inline void unregister(void* setting) {
   std::vector<Registered>& all = registry();
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i].setting == setting) {
-      all.erase(all.begin() + static_cast<std::ptrdiff_t>(i));
-      return;
-    }
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const Registered& r) { return r.setting == setting; }),
+            all.end());
 }
 }  // namespace env_detail
 

@@ -136,6 +136,48 @@ int run_moe_bench(const BenchOptions& o) {
       fill_random(logits.get(), logits.bytes(), RandomKind::Fp32Logit, 8);
       MOE_CUDA_CHECK(cudaDeviceSynchronize());
 
+      // One row: the call at M on path_name, timed in a CUDA graph, beside its floor.
+      const auto measure = [&](const std::string& path_name, int M) {
+        const GemmPath path = parse_path(path_name);
+        // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
+        fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream, path);
+        MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
+        MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
+        const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
+
+        const int calls = M <= 256 ? 2 * copies : copies;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < calls; ++i)
+          fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
+                    out.as<uint16_t>(), stream, path);
+        MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        std::vector<double> per_call =
+            time_each_ms(stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        for (double& t : per_call) t *= 1e3 / calls;
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+
+        Row row;
+        row.shape = s.name;
+        row.format = fmt;
+        row.path = path_name;
+        row.M = M;
+        row.us = median(per_call);
+        row.unique_experts = unique;
+        row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
+        const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
+                             (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
+        const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
+        row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
+        row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
+        row.tflops = flops / (row.us * 1e-6) / 1e12;
+        return row;
+      };
       for (const std::string& path_name : o.paths)
         for (int M : o.Ms)
           for (const auto& [value, round] : settings_of(o)) {
@@ -144,48 +186,10 @@ int run_moe_bench(const BenchOptions& o) {
                       o.env_var);
               reread_env_settings();
             }
-            const GemmPath path = parse_path(path_name);
-            // One plain call: warms up, sets kernel attributes, and tells how many experts this M touches.
-            fused_moe(layers[0], ws, x.as<uint16_t>(), logits.as<float>(), M, out.as<uint16_t>(), stream,
-                      path);
-            MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-            std::vector<int> ids(static_cast<size_t>(M) * s.top_k);
-            MOE_CUDA_CHECK(cudaMemcpy(ids.data(), ws.topk_ids.get(), ids.size() * 4, cudaMemcpyDeviceToHost));
-            const int unique = static_cast<int>(std::set<int>(ids.begin(), ids.end()).size());
-
-            const int calls = M <= 256 ? 2 * copies : copies;
-            cudaGraph_t graph;
-            cudaGraphExec_t exec;
-            MOE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-            for (int i = 0; i < calls; ++i)
-              fused_moe(layers[static_cast<size_t>(i % copies)], ws, x.as<uint16_t>(), logits.as<float>(), M,
-                        out.as<uint16_t>(), stream, path);
-            MOE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-            MOE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-            MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-            std::vector<double> per_call = time_each_ms(
-                stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
-            for (double& t : per_call) t *= 1e3 / calls;
-            cudaGraphExecDestroy(exec);
-            cudaGraphDestroy(graph);
-
-            Row row;
-            row.shape = s.name;
-            row.format = fmt;
-            row.path = path_name;
-            row.M = M;
-            row.us = median(per_call);
-            row.unique_experts = unique;
-            row.bytes = static_cast<double>(unique) * layers[0].bytes_per_expert() + layers[0].shared_bytes();
-            const double flops = 2.0 * M * s.top_k * 3.0 * s.H * plan.inter.padded +
-                                 (s.shared_inter ? 2.0 * M * 3.0 * s.H * plan.shared_inter->padded : 0.0);
-            const double peak = cfg.format == WeightFormat::Fp8Block ? o.peak_tflops_fp8 : o.peak_tflops_bf16;
-            row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
-            row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
-            row.tflops = flops / (row.us * 1e-6) / 1e12;
+            Row row = measure(path_name, M);
             if (!o.env_var.empty()) row.setting = o.env_var + "=" + value + " r" + std::to_string(round);
             std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s%s%s\n", s.name, fmt.c_str(), M,
-                        row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, unique,
+                        row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, row.unique_experts,
                         path_name.c_str(), row.setting.empty() ? "" : " ", row.setting.c_str());
             std::fflush(stdout);
             rows.push_back(row);
