@@ -107,6 +107,12 @@ void set_grouped_gemm_swap_ahead(bool on);
 // bits either way.
 bool grouped_gemm_overlapped();
 void set_grouped_gemm_overlapped(bool on);
+// Whether the swapped kernel's fp8 stage 2, launched overlapped (above), requests its first ring of weight
+// tiles before its wait for fp8_rows, so they stream while fp8_rows and stage 1's last blocks finish: off
+// unless MOE_WGMMA_EARLY_WEIGHTS=1 (session 40); set_grouped_gemm_early_weights overrides it
+// (expert_wgmma.cu). The same bits either way.
+bool grouped_gemm_early_weights();
+void set_grouped_gemm_early_weights(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

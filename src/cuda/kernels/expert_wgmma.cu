@@ -474,6 +474,8 @@ EnvSwitch pairs_gate_up_box_switch("MOE_WGMMA_PAIRS_GATE_UP_BOX", false);
 EnvSwitch swap_ahead_switch("MOE_WGMMA_SWAP_AHEAD", false);
 // Session 39: the wgmma kernels launched overlapped with their neighbours (grouped_gemm_overlapped).
 EnvSwitch overlapped_switch("MOE_WGMMA_OVERLAPPED", false);
+// Session 40: the swapped stage 2's first weight tiles requested before its overlapped wait.
+EnvSwitch early_weights_switch("MOE_WGMMA_EARLY_WEIGHTS", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -638,6 +640,14 @@ bool grouped_gemm_overlapped() {
 
 void set_grouped_gemm_overlapped(bool on) {
   overlapped_switch.set(on);
+}
+
+bool grouped_gemm_early_weights() {
+  return early_weights_switch.get();
+}
+
+void set_grouped_gemm_early_weights(bool on) {
+  early_weights_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

@@ -152,6 +152,43 @@ __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, 
           (item % n_blocks) * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
 }
 
+// fp8: thread 0 requests K step `step` of item w's weight tile into the slot at `dst` by the tensor map, with
+// its transaction count on the slot's full barrier (stage 1: the gate/up tile in one 5-D box, or in boxes of
+// 8 rows; stage 2: one box of 128 rows).
+template <int kStage>
+__device__ __forceinline__ void request_weight_tile(const MmaKernelArgs& a, const WorkItem& w, int step,
+                                                    uint32_t dst, const CUtensorMap* w_map, bool gate_up_box,
+                                                    uint64_t* full) {
+  const int P = a.w.inter;
+  const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
+  mbar_expect_tx(full, kWeightRows * kTileRowBytes);
+  if (kStage == 1 && gate_up_box) {
+    tma_gate_up_box<8>(dst, w_map, kc, w.e, w.n0, full);
+  } else if (kStage == 1) {
+    tma_gate_up_tile<8, 8, kTileRowBytes>(dst, w_map, kc, w.e * 2 * P + w.n0, P, full);
+  } else {
+    tma_box_to_shared(dst, w_map, kc, w.e * a.w.hidden + w.n0, full);
+  }
+}
+
+// Stage 2 launched overlapped: thread 0 requests the weight tiles of the block's first ring of K steps
+// before the wait, so the first bytes are on their way while the predecessor (fp8_rows) finishes; returns
+// how many. Reading the tile list here is safe: fp8_rows lets this kernel launch only after its own wait,
+// i.e. once stage 1 has finished, and stage 1 finished only after its wait for the grouping that wrote the
+// list. Nothing the predecessor writes (h's codes and scales) is read before the wait.
+template <int kStages>
+__device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint32_t smem0, int slot_bytes,
+                                     const CUtensorMap* w_map, uint64_t (&full)[kStages]) {
+  const int items = *a.num_tiles * n_blocks;
+  int ring = 0;
+  for (int item = blockIdx.x; item < items && ring < kStages; item += gridDim.x) {
+    const WorkItem w = work_item<2>(a, item, n_blocks);
+    for (int step = 0; step < a.steps && ring < kStages; ++step, ++ring)
+      request_weight_tile<2>(a, w, step, smem0 + ring * slot_bytes, w_map, false, &full[ring]);
+  }
+  return ring;
+}
+
 // A finished item's outputs: this thread's weight rows r0 and r0 + 8 (stage 1: the gate and up rows of
 // output n0 + r0 / 16 * 8 + r0 % 8), its pairs 8j + 2 tig (+1).
 template <int kN>
@@ -213,7 +250,7 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box, bool ahead, bool overlapped) {
+                             bool gate_up_box, bool ahead, bool overlapped, bool early_weights) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
@@ -222,6 +259,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
   init_ring_barriers(full, empty, kFp8);
+  // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
+  // grouped_gemm_early_weights): the weights are constants, and the tile list is final by then (see
+  // request_early_weights).
+  int early = 0;
+  if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
+    early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full);
   overlapped_start(overlapped);
   const int items = *a.num_tiles * n_blocks;
   if (static_cast<int>(blockIdx.x) >= items) return;
@@ -230,12 +273,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     Cycles cycles;
     int ring = 0;
-    const int P = a.w.inter, H = a.w.hidden;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       cycles.mark(kCyIssue);
       const WorkItem w = work_item<kStage>(a, item, n_blocks);
       const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
-      const int w_row = kStage == 1 ? w.e * 2 * P + w.n0 : w.e * H + w.n0;
       cycles.mark(kCyItemSetUp);
       for (int step = 0; step < a.steps; ++step, ++ring) {
         const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
@@ -243,18 +284,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
         cycles.mark(kCyWait);
         cycles.step();
-        if (kFp8 && tid == 0) {
-          const uint32_t dst = smem0 + slot * kSlot;
-          const int kc = step * kTileRowBytes - a.k_phase;  // negative: zeros before K
-          mbar_expect_tx(&full[slot], kWeightRows * kTileRowBytes);
-          if (kStage == 1 && gate_up_box) {
-            tma_gate_up_box<8>(dst, &w_map, kc, w.e, w.n0, &full[slot]);
-          } else if (kStage == 1) {
-            tma_gate_up_tile<8, 8, kTileRowBytes>(dst, &w_map, kc, w_row, P, &full[slot]);
-          } else {
-            tma_box_to_shared(dst, &w_map, kc, w_row, &full[slot]);
-          }
-        }
+        if (kFp8 && tid == 0 && ring >= early)
+          request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
         cycles.mark(kCyTensorCopy);
         loader.load(a, smem0 + slot * kSlot, step);
         cp_async_mbar_arrive(&full[slot]);
@@ -349,7 +380,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
   launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
                        dim3(kThreads), smem, stream, k, n_blocks, w_map, gate_up_box,
-                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped());
+                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped(), grouped_gemm_early_weights());
 }
 
 template <bool kFp8, int kStage>
