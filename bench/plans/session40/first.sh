@@ -10,16 +10,21 @@
 # rows'), each switch off against on (Qwen3-30B-A3B fp8, two rounds in one process: bench_ab; nvidia-smi's SM clock over the first),
 # ncu's time of each kernel of the call at 64 and 256 tokens (where the 45-70 us above the floor go), the
 # swapped kernel's cycles (the copier's issuing now split) with the pair ids ahead off and on, then stage 2's
-# pair outputs in bf16 from 0 tokens against from 1024 (a runtime setting).
+# pair outputs in bf16 from 0 tokens against from 1024 (a runtime setting). Session 40 added (carry s40a,
+# built at 3e956bc): with the overlapped launch on, the swapped stage 2's first weights requested before its
+# wait (MOE_WGMMA_EARLY_WEIGHTS) off against on.
 set -uo pipefail
 export END=${END:-480}
 source bench/plans/lib/gpu-env.sh
-start_plan .carry/s39f.tar.xz || exit 1
+start_plan .carry/s40a.tar.xz || exit 1
 grouped_forced_paths 60 300
 clocks_start $R/clocks.log
 bench_ab $R/overlapped-ab.log MOE_WGMMA_OVERLAPPED 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256,4096
 clocks_stop
+pack
+MOE_WGMMA_OVERLAPPED=1 bench_ab $R/early-ab.log MOE_WGMMA_EARLY_WEIGHTS 0,1 $B/moe --shapes qwen3-30b-a3b \
+  --formats fp8_block --M 64,256
 pack
 bench_ab $R/ahead-ab.log MOE_WGMMA_SWAP_AHEAD 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256
