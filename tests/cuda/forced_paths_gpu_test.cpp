@@ -316,13 +316,15 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // the swapped kernel and the default wgmma kernel), and the swapped kernel's pair ids an item ahead
   // (grouped_gemm_swap_ahead), and both wgmma kernels launched overlapped with their neighbours
   // (grouped_gemm_overlapped, and with it the swapped stage 2's first weights requested before its wait:
-  // grouped_gemm_early_weights): the same bits, y in bf16 the same bits as
+  // grouped_gemm_early_weights), and the swapped kernel's copier reading its next item's set-up during the
+  // current item's steps (grouped_gemm_swap_copier_ahead): the same bits, y in bf16 the same bits as
   // its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, swap_ahead = false, overlapped = false, early_weights = false;
+    bool copier_ahead = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -337,7 +339,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8),
              swap_ahead_default = cuda::grouped_gemm_swap_ahead(),
              overlapped_default = cuda::grouped_gemm_overlapped(),
-             early_weights_default = cuda::grouped_gemm_early_weights();
+             early_weights_default = cuda::grouped_gemm_early_weights(),
+             copier_ahead_default = cuda::grouped_gemm_swap_copier_ahead();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
@@ -397,6 +400,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_swap_ahead(kernel.swap_ahead);
     cuda::set_grouped_gemm_overlapped(kernel.overlapped);
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
+    cuda::set_grouped_gemm_swap_copier_ahead(kernel.copier_ahead);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -445,6 +449,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_swap_ahead(swap_ahead_default);
   cuda::set_grouped_gemm_overlapped(overlapped_default);
   cuda::set_grouped_gemm_early_weights(early_weights_default);
+  cuda::set_grouped_gemm_swap_copier_ahead(copier_ahead_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

@@ -113,6 +113,14 @@ void set_grouped_gemm_overlapped(bool on);
 // (expert_wgmma.cu). The same bits either way.
 bool grouped_gemm_early_weights();
 void set_grouped_gemm_early_weights(bool on);
+// Whether the swapped kernel's copier reads the next item's tile entry at an item's start and its expert's
+// end and rows of A half-way through the item's K steps, instead of all three between items (two dependent
+// round trips: session 40's H100 cycles put this item set-up at 48 % of stage 1's copier time and 66 % of
+// stage 2's, with the consumers waiting on the copier 52-60 % of theirs at 64 tokens): off unless
+// MOE_WGMMA_SWAP_COPIER_AHEAD=1; set_grouped_gemm_swap_copier_ahead overrides it (expert_wgmma.cu). The same
+// bits either way.
+bool grouped_gemm_swap_copier_ahead();
+void set_grouped_gemm_swap_copier_ahead(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

@@ -476,6 +476,8 @@ EnvSwitch swap_ahead_switch("MOE_WGMMA_SWAP_AHEAD", false);
 EnvSwitch overlapped_switch("MOE_WGMMA_OVERLAPPED", false);
 // Session 40: the swapped stage 2's first weight tiles requested before its overlapped wait.
 EnvSwitch early_weights_switch("MOE_WGMMA_EARLY_WEIGHTS", false);
+// Session 40: the swapped kernel's copier reads the next item's set-up during the current item's steps.
+EnvSwitch swap_copier_ahead_switch("MOE_WGMMA_SWAP_COPIER_AHEAD", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -648,6 +650,14 @@ bool grouped_gemm_early_weights() {
 
 void set_grouped_gemm_early_weights(bool on) {
   early_weights_switch.set(on);
+}
+
+bool grouped_gemm_swap_copier_ahead() {
+  return swap_copier_ahead_switch.get();
+}
+
+void set_grouped_gemm_swap_copier_ahead(bool on) {
+  swap_copier_ahead_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

@@ -66,6 +66,29 @@ __device__ __forceinline__ int swap_weight_row(const ExpertWeightsDev& w, int n0
   return *n < w.hidden ? *n : -1;
 }
 
+// A copier thread's rows of A for an item whose pairs start at sorted position m0: those of its tile rows
+// tid / 8 + 16 i and (tid < kN) tid, read only below `bound` (a_row_of's loads, a dependent round trip after
+// the tile entry's). Read for the item itself (bound: the expert's end), or an item ahead while the current
+// one's K steps run (grouped_gemm_swap_copier_ahead; bound: the call's pair count, the expert's end not yet
+// known), and masked by the expert's end in the loader either way.
+template <int kN>
+struct ItemRows {
+  int row[kN / 16];
+  int scale_row;
+};
+
+template <int kN>
+__device__ __forceinline__ ItemRows<kN> load_item_rows(const MmaKernelArgs& a, int m0, int bound, int tid) {
+  ItemRows<kN> rows;
+#pragma unroll
+  for (int i = 0; i < kN / 16; ++i) {
+    const int p = m0 + tid / 8 + 16 * i;
+    rows.row[i] = p < bound ? a_row_of(a, p) : 0;
+  }
+  rows.scale_row = tid < kN && m0 + tid < bound ? a_row_of(a, m0 + tid) : 0;
+  return rows;
+}
+
 // The copier threads' share of a slot: 16-byte chunk tid % 8 of pair rows tid / 8 + 16 i (and for bf16 of
 // weight rows tid / 8 + 16 i), weight row tid's scale and, for tid < kN, pair row tid's.
 template <bool kFp8, int kStage, int kN>
@@ -81,16 +104,17 @@ struct SwapTileLoader {
   unsigned ok = 0;  // bit i: pair row i; bit 8 + i: weight row i; bit 30: weight scale; bit 31: pair scale
   int tid;
 
-  __device__ SwapTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0, int thread)
+  // The item's rows of A come loaded (ItemRows): the loader itself reads nothing from global memory.
+  __device__ SwapTileLoader(const MmaKernelArgs& a, int e, int m0, int m_end, int n0,
+                            const ItemRows<kN>& rows, int thread)
       : tid(thread) {
     const int H = a.w.hidden;
     a_base = a.a;
     w_base = expert_weight_base<kStage, kEsz>(a, e);
 #pragma unroll
     for (int i = 0; i < kPairRows; ++i) {
-      const int r = tid / 8 + 16 * i;
-      const bool pok = m0 + r < m_end;
-      p_off[i] = pok ? static_cast<uint32_t>(a_row_of(a, m0 + r)) * a.k * kEsz : 0;
+      const bool pok = m0 + tid / 8 + 16 * i < m_end;
+      p_off[i] = pok ? static_cast<uint32_t>(rows.row[i]) * a.k * kEsz : 0;
       ok |= (pok ? 1u : 0u) << i;
     }
     if constexpr (!kFp8) {
@@ -113,7 +137,7 @@ struct SwapTileLoader {
                     : ws + (static_cast<size_t>(e) * hb + n / 128) * sb;
       ok |= (wr >= 0 ? 1u : 0u) << 30;
       const bool pok = tid < kN && m0 + tid < m_end;
-      p_scale = a.a_scales + (pok ? static_cast<size_t>(a_row_of(a, m0 + tid)) * a.a_groups : 0);
+      p_scale = a.a_scales + (pok ? static_cast<size_t>(rows.scale_row) * a.a_groups : 0);
       ok |= (pok ? 1u : 0u) << 31;
     }
   }
@@ -145,11 +169,16 @@ struct WorkItem {
   int e, m0, m_end, n0;
 };
 
+// The first output (stage 1: of h; stage 2: of y) of an item's column block.
+template <int kStage>
+__device__ __forceinline__ int item_first_output(int item, int n_blocks) {
+  return (item % n_blocks) * (kStage == 1 ? kWeightRows / 2 : kWeightRows);
+}
+
 template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, int n_blocks) {
   const int2 tile = a.tiles[item / n_blocks];
-  return {tile.x, tile.y, a.offsets[tile.x + 1],
-          (item % n_blocks) * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
+  return {tile.x, tile.y, a.offsets[tile.x + 1], item_first_output<kStage>(item, n_blocks)};
 }
 
 // fp8: thread 0 requests K step `step` of item w's weight tile into the slot at `dst` by the tensor map, with
@@ -250,7 +279,8 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box, bool ahead, bool overlapped, bool early_weights) {
+                             bool gate_up_box, bool ahead, bool overlapped, bool early_weights,
+                             bool copier_ahead) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
@@ -273,12 +303,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     Cycles cycles;
     int ring = 0;
+    // With copier_ahead, the next item's tile entry is read at an item's start, its expert's end and its rows
+    // of A half-way through the item's K steps (bounded by the call's pair count, pairs_end), so neither
+    // dependent round trip stalls the copier between items.
+    const int pairs_end = copier_ahead ? a.offsets[a.w.num_experts] : 0;
+    WorkItem w = work_item<kStage>(a, blockIdx.x, n_blocks);
+    ItemRows<kN> rows = load_item_rows<kN>(a, w.m0, w.m_end, tid);
+    const int ahead_step = (a.steps - 1) / 2;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       cycles.mark(kCyIssue);
-      const WorkItem w = work_item<kStage>(a, item, n_blocks);
-      const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, tid);
+      if (!copier_ahead && item != static_cast<int>(blockIdx.x)) {
+        w = work_item<kStage>(a, item, n_blocks);
+        rows = load_item_rows<kN>(a, w.m0, w.m_end, tid);
+      }
+      const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, rows, tid);
+      const int next = item + gridDim.x;
+      const bool ahead = copier_ahead && next < items;
+      int2 next_tile = make_int2(0, 0);
+      int next_end = 0;
+      ItemRows<kN> next_rows{};
+      if (ahead) next_tile = a.tiles[next / n_blocks];
       cycles.mark(kCyItemSetUp);
       for (int step = 0; step < a.steps; ++step, ++ring) {
+        if (ahead && step == ahead_step) {
+          next_end = a.offsets[next_tile.x + 1];
+          next_rows = load_item_rows<kN>(a, next_tile.y, pairs_end, tid);
+        }
         const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
         cycles.mark(kCyIssue);
         if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
@@ -289,6 +339,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         cycles.mark(kCyTensorCopy);
         loader.load(a, smem0 + slot * kSlot, step);
         cp_async_mbar_arrive(&full[slot]);
+      }
+      if (ahead) {
+        w = {next_tile.x, next_tile.y, next_end, item_first_output<kStage>(next, n_blocks)};
+        rows = next_rows;
       }
     }
     cp_async_wait<0>();
@@ -380,7 +434,8 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
   launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
                        dim3(kThreads), smem, stream, k, n_blocks, w_map, gate_up_box,
-                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped(), grouped_gemm_early_weights());
+                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped(), grouped_gemm_early_weights(),
+                       grouped_gemm_swap_copier_ahead());
 }
 
 template <bool kFp8, int kStage>
