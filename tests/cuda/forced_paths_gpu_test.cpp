@@ -313,18 +313,17 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // (grouped_gemm_uniform_scales), and with all three (the defaults), and with its outputs through the warps'
   // staged rows (grouped_gemm_staged, which needs the loads ahead), and with fp8 stage 2's two partials
   // (grouped_gemm_two_parts), and fp8 stage 1's gate/up tile in one 5-D copy (grouped_gemm_gate_up_box, in
-  // the swapped kernel and the default wgmma kernel), and the swapped kernel's pair ids an item ahead
-  // (grouped_gemm_swap_ahead), and both wgmma kernels launched overlapped with their neighbours
-  // (grouped_gemm_overlapped, and with it the swapped stage 2's first weights requested before its wait:
-  // grouped_gemm_early_weights), and the swapped kernel's copier reading its next item's set-up during the
-  // current item's steps (grouped_gemm_swap_copier_ahead): the same bits, y in bf16 the same bits as
-  // its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
+  // the swapped kernel and the default wgmma kernel), and both wgmma kernels launched overlapped with their
+  // neighbours (grouped_gemm_overlapped, and with it the swapped stage 2's first weights requested before its
+  // wait: grouped_gemm_early_weights), and the swapped kernel's stage 1 quantising h in its epilogue
+  // (grouped_gemm_swap_quantises_h; on the TP rank, whose grid starts 64 into a block, its first group is one
+  // column block): the same bits, y in bf16 the same bits as its kind's first y in bf16. Each row sets every
+  // switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
-    bool gate_up_box = false, swap_ahead = false, overlapped = false, early_weights = false;
-    bool copier_ahead = false;
+    bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -337,10 +336,9 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              staged_h_default = cuda::grouped_gemm_staged(1), staged_y_default = cuda::grouped_gemm_staged(2);
   const bool swap_gate_up_box_default = cuda::grouped_gemm_gate_up_box(true, 8, 8),
              pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8),
-             swap_ahead_default = cuda::grouped_gemm_swap_ahead(),
              overlapped_default = cuda::grouped_gemm_overlapped(),
              early_weights_default = cuda::grouped_gemm_early_weights(),
-             copier_ahead_default = cuda::grouped_gemm_swap_copier_ahead();
+             swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
@@ -348,12 +346,14 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
        {Kernel{"wgmma swapped", true, true, true, true, false},
         Kernel{"wgmma swapped, gate/up in one box", true, true, true, true, false, false, false, false, false,
                false, true},
-        Kernel{"wgmma swapped, gate/up in one box, pair ids ahead", true, true, true, true, false, false,
-               false, false, false, false, true, true},
         Kernel{"wgmma swapped, gate/up in one box, overlapped", true, true, true, true, false, false, false,
-               false, false, false, true, false, true},
+               false, false, false, true, true},
         Kernel{"wgmma swapped, gate/up in one box, overlapped, early weights", true, true, true, true, false,
-               false, false, false, false, false, true, false, true, true},
+               false, false, false, false, false, true, true, true},
+        Kernel{"wgmma swapped, gate/up in one box, h quantised", true, true, true, true, false, false, false,
+               false, false, false, true, false, false, true},
+        Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights", true, true, true,
+               true, false, false, false, false, false, false, true, true, true, true},
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
@@ -374,7 +374,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts, gate/up in one box", true,
                false, false, false, false, true, true, true, true, true, true},
         Kernel{"wgmma, ahead, h by position, uniform scales, staged, two parts, overlapped", true, false,
-               false, false, false, true, true, true, true, true, false, false, true},
+               false, false, false, true, true, true, true, true, false, true},
         Kernel{"mma.sync", false, false, false, false, false},
         Kernel{"wgmma swapped, y in bf16", true, true, false, false, true},
         Kernel{"wgmma, y in bf16", true, false, false, false, true},
@@ -397,10 +397,9 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_two_parts(kernel.two_parts ? 3 : 0);
     cuda::set_grouped_gemm_gate_up_box(true, kernel.gate_up_box);
     cuda::set_grouped_gemm_gate_up_box(false, kernel.gate_up_box);
-    cuda::set_grouped_gemm_swap_ahead(kernel.swap_ahead);
     cuda::set_grouped_gemm_overlapped(kernel.overlapped);
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
-    cuda::set_grouped_gemm_swap_copier_ahead(kernel.copier_ahead);
+    cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -446,10 +445,9 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_tma_a(tma_a_default);
   cuda::set_grouped_gemm_gate_up_box(true, swap_gate_up_box_default);
   cuda::set_grouped_gemm_gate_up_box(false, pairs_gate_up_box_default);
-  cuda::set_grouped_gemm_swap_ahead(swap_ahead_default);
   cuda::set_grouped_gemm_overlapped(overlapped_default);
   cuda::set_grouped_gemm_early_weights(early_weights_default);
-  cuda::set_grouped_gemm_swap_copier_ahead(copier_ahead_default);
+  cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

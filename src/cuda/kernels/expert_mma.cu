@@ -180,10 +180,12 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a_scales = s.x_scales;
     k.a_groups = groups;
     k.steps = groups;
-    // The (unswapped) wgmma kernel quantises h in its epilogue when h's 128-grid falls on its 64-output
-    // column blocks.
-    if (pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_quantises_h() &&
-        g.w.phase % kStage1BlockOutputs == 0) {
+    // The wgmma kernel (128-pair tiles) or the swapped one quantises h in its epilogue when h's 128-grid
+    // falls on their 64-output column blocks.
+    const bool epilogue_quantises_h = pair_tile == kBM
+                                          ? grouped_gemm_uses_wgmma() && grouped_gemm_quantises_h()
+                                          : grouped_gemm_swap_quantises_h();
+    if (epilogue_quantises_h && g.w.phase % kStage1BlockOutputs == 0) {
       k.h_codes = s.h_codes;
       k.h_scales = s.h_scales;
       k.h_groups = (P + g.w.phase + 127) / 128;
@@ -241,10 +243,12 @@ constexpr int kMinPairTile = 16;
 // Off by default: on an H200 (session 15) fp8_rows after the GEMM measured faster than the epilogue's
 // quantisation, Qwen3-30B-A3B fp8 M=4096 839 against 876 us, DeepSeek-V3 TP8 1641 against 1713.
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
-// Stage 2's pair outputs in bf16, on by default from the token count below (measured in session 18:
+// The swapped kernel's (session 40, unmeasured).
+EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", false);
+// Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
-EnvCount y_bf16_min_tokens_setting("MOE_GROUPED_Y_BF16_MIN_TOKENS", 1024, 0, 1 << 30);
+EnvCount y_bf16_min_tokens_setting("MOE_GROUPED_Y_BF16_MIN_TOKENS", 0, 0, 1 << 30);
 
 }  // namespace
 
@@ -309,6 +313,14 @@ bool grouped_gemm_quantises_h() {
 
 void set_grouped_gemm_quantises_h(bool on) {
   quantise_h_switch.set(on);
+}
+
+bool grouped_gemm_swap_quantises_h() {
+  return swap_quantise_h_switch.get();
+}
+
+void set_grouped_gemm_swap_quantises_h(bool on) {
+  swap_quantise_h_switch.set(on);
 }
 
 bool grouped_gemm_y_bf16() {

@@ -94,12 +94,6 @@ void set_grouped_gemm_tma_a(bool on);
 // same places: the same bits either way.
 bool grouped_gemm_gate_up_box(bool swapped, int inter, int group_rows);
 void set_grouped_gemm_gate_up_box(bool swapped, bool on);
-// Whether the swapped kernel's consumers load an item's output pair ids and the next item's tile at the
-// item's start instead of after its last K step (the same bits): off unless MOE_WGMMA_SWAP_AHEAD=1 (session
-// 38: its H200 cycle accounting put the item's set-up and epilogue at 30-44 % of stage 2's consumer time);
-// set_grouped_gemm_swap_ahead overrides it (expert_wgmma.cu).
-bool grouped_gemm_swap_ahead();
-void set_grouped_gemm_swap_ahead(bool on);
 // Whether the wgmma kernels (both) launch overlapped with their predecessor (programmatic dependent launch:
 // their blocks start, set up their rings and wait while it finishes) and let their successor launch as they
 // start (its blocks then take the SMs their blocks leave), instead of a plain launch after it: off unless
@@ -113,14 +107,13 @@ void set_grouped_gemm_overlapped(bool on);
 // (expert_wgmma.cu). The same bits either way.
 bool grouped_gemm_early_weights();
 void set_grouped_gemm_early_weights(bool on);
-// Whether the swapped kernel's copier reads the next item's tile entry at an item's start and its expert's
-// end and rows of A half-way through the item's K steps, instead of all three between items (two dependent
-// round trips: session 40's H100 cycles put this item set-up at 48 % of stage 1's copier time and 66 % of
-// stage 2's, with the consumers waiting on the copier 52-60 % of theirs at 64 tokens): off unless
-// MOE_WGMMA_SWAP_COPIER_AHEAD=1; set_grouped_gemm_swap_copier_ahead overrides it (expert_wgmma.cu). The same
-// bits either way.
-bool grouped_gemm_swap_copier_ahead();
-void set_grouped_gemm_swap_copier_ahead(bool on);
+// Whether the swapped kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
+// blocks of a 128-wide group of h and reduces each pair's amax across its consumer warps; the rank's phase a
+// multiple of 64) instead of writing bf16 h for fp8_rows, so one launch fewer between the stages (session
+// 40's H100 ncu: fp8_rows 5.3 us at 64 tokens, 6.2 at 256): off unless MOE_WGMMA_SWAP_QUANT_H=1;
+// set_grouped_gemm_swap_quantises_h overrides it (expert_mma.cu). The same codes.
+bool grouped_gemm_swap_quantises_h();
+void set_grouped_gemm_swap_quantises_h(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
@@ -170,11 +163,13 @@ void set_grouped_gemm_quantises_h(bool on);
 // and sglang's bf16 intermediate caches do. On from grouped_gemm_y_bf16_min_tokens() tokens unless
 // MOE_GROUPED_Y_BF16=0; set_grouped_gemm_y_bf16 overrides it. Measured (H100, session 18, against fp32 y in
 // one lease): M=4096 Qwen3-30B-A3B 859 vs 887 us, Qwen3-235B-A22B TP8 768 vs 888, DeepSeek-V3 TP8 1596 vs
-// 1800; M=1024 -2.5 to -3.6 %; at M=512 it was 1-3 % slower, hence the threshold.
+// 1800; M=1024 -2.5 to -3.6 %; at M=512 it was 1-3 % slower then, hence a threshold of 1024 tokens until
+// session 40, whose H100 A/B (one process, two rounds, Qwen3-30B-A3B fp8, the swapped kernel's calls) had it
+// faster at every M it ran: M=16 -0.2 %, 64 -1.0 %, 128 -0.7 %, 256 -1.7 %, 512 -2.4 %.
 bool grouped_gemm_y_bf16();
 void set_grouped_gemm_y_bf16(bool on);
-// The fewest tokens a call takes y in bf16 at: 1024 unless MOE_GROUPED_Y_BF16_MIN_TOKENS says otherwise
-// (tests set 0 to run the bf16 y at any M).
+// The fewest tokens a call takes y in bf16 at: 0 (every call) unless MOE_GROUPED_Y_BF16_MIN_TOKENS says
+// otherwise (1024 until session 40).
 int grouped_gemm_y_bf16_min_tokens();
 void set_grouped_gemm_y_bf16_min_tokens(int tokens);
 

@@ -133,21 +133,6 @@ __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_i
   return {tile.x, tile.y, a.offsets[tile.x + 1], column_block_start<kStage>(column_block)};
 }
 
-// A block takes runs of work items: one row tile's column blocks [begin, end). A run is one column block,
-// except when stage 1 quantises h (a.h_codes): then it is the column blocks of one 128-wide group of h (64
-// outputs each, the grid's phase a multiple of 64: one or two blocks), so one block sees the whole group.
-struct Run {
-  int tile, group, begin, end;
-};
-
-template <int kStage>
-__device__ __forceinline__ Run run_of(const MmaKernelArgs& a, int run, int n_runs, int n_blocks) {
-  const int tile = run / n_runs, j = run % n_runs;
-  if (kStage != 1 || !a.h_codes) return {tile, j, j, j + 1};
-  const ColumnBlocks blocks = h_group_column_blocks(j, a.w.phase, n_blocks);
-  return {tile, j, blocks.begin, blocks.end};
-}
-
 // Stage 1's epilogue with h quantised (a.h_codes): this thread's h pairs of one column block (rows row0 and
 // row0 + 8, outputs n0 + 16 jj + 8 jl + 2 tig (+1) at q = 2 jj + jl) as bf16 bits, and each row's amax over
 // the block (its four tig lanes reduced). The amax is exact, so the group's scale and codes are fp8_rows'.
@@ -470,14 +455,10 @@ EnvSwitch tma_a_switch("MOE_WGMMA_TMA_A", false);
 // on in the swapped kernel, off in the 128-pair one (session 38's H200 A/B, expert_mma.h).
 EnvSwitch swap_gate_up_box_switch("MOE_WGMMA_GATE_UP_BOX", true);
 EnvSwitch pairs_gate_up_box_switch("MOE_WGMMA_PAIRS_GATE_UP_BOX", false);
-// Session 38: the swapped kernel's pair ids and next tile an item ahead (grouped_gemm_swap_ahead).
-EnvSwitch swap_ahead_switch("MOE_WGMMA_SWAP_AHEAD", false);
 // Session 39: the wgmma kernels launched overlapped with their neighbours (grouped_gemm_overlapped).
 EnvSwitch overlapped_switch("MOE_WGMMA_OVERLAPPED", false);
 // Session 40: the swapped stage 2's first weight tiles requested before its overlapped wait.
 EnvSwitch early_weights_switch("MOE_WGMMA_EARLY_WEIGHTS", false);
-// Session 40: the swapped kernel's copier reads the next item's set-up during the current item's steps.
-EnvSwitch swap_copier_ahead_switch("MOE_WGMMA_SWAP_COPIER_AHEAD", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -628,14 +609,6 @@ void set_grouped_gemm_gate_up_box(bool swapped, bool on) {
   (swapped ? swap_gate_up_box_switch : pairs_gate_up_box_switch).set(on);
 }
 
-bool grouped_gemm_swap_ahead() {
-  return swap_ahead_switch.get();
-}
-
-void set_grouped_gemm_swap_ahead(bool on) {
-  swap_ahead_switch.set(on);
-}
-
 bool grouped_gemm_overlapped() {
   return overlapped_switch.get();
 }
@@ -650,14 +623,6 @@ bool grouped_gemm_early_weights() {
 
 void set_grouped_gemm_early_weights(bool on) {
   early_weights_switch.set(on);
-}
-
-bool grouped_gemm_swap_copier_ahead() {
-  return swap_copier_ahead_switch.get();
-}
-
-void set_grouped_gemm_swap_copier_ahead(bool on) {
-  swap_copier_ahead_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

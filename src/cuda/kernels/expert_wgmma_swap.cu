@@ -6,7 +6,8 @@
 // expert_wgmma.cu: warpgroup 0 copies the pair rows and scales (cp.async) and the weight tile (fp8: the
 // tensor memory accelerator; bf16: cp.async) into a ring; warpgroups 1 and 2 multiply. Stage 1's weight tile
 // interleaves per 8 rows (rows 16q..16q+7 gate rows of outputs n0 + 8q + (0..7), the next 8 their up rows),
-// so each thread's two accumulator rows are the gate and up rows of one output. No split K, no atomics.
+// so each thread's two accumulator rows are the gate and up rows of one output; fp8 stage 1 can quantise h
+// itself (swap_h_quant.cuh). No split K, no atomics.
 #include <cuda.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
+#include "cuda/kernels/swap_h_quant.cuh"
 #include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
@@ -67,10 +69,7 @@ __device__ __forceinline__ int swap_weight_row(const ExpertWeightsDev& w, int n0
 }
 
 // A copier thread's rows of A for an item whose pairs start at sorted position m0: those of its tile rows
-// tid / 8 + 16 i and (tid < kN) tid, read only below `bound` (a_row_of's loads, a dependent round trip after
-// the tile entry's). Read for the item itself (bound: the expert's end), or an item ahead while the current
-// one's K steps run (grouped_gemm_swap_copier_ahead; bound: the call's pair count, the expert's end not yet
-// known), and masked by the expert's end in the loader either way.
+// tid / 8 + 16 i and (tid < kN) tid, read only below `bound` (the expert's end; a_row_of's loads).
 template <int kN>
 struct ItemRows {
   int row[kN / 16];
@@ -169,16 +168,12 @@ struct WorkItem {
   int e, m0, m_end, n0;
 };
 
-// The first output (stage 1: of h; stage 2: of y) of an item's column block.
+// Item (tile, column block cb): the tile's expert, first pair and the expert's end, cb's first output
+// (stage 1: of h; stage 2: of y).
 template <int kStage>
-__device__ __forceinline__ int item_first_output(int item, int n_blocks) {
-  return (item % n_blocks) * (kStage == 1 ? kWeightRows / 2 : kWeightRows);
-}
-
-template <int kStage>
-__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int item, int n_blocks) {
-  const int2 tile = a.tiles[item / n_blocks];
-  return {tile.x, tile.y, a.offsets[tile.x + 1], item_first_output<kStage>(item, n_blocks)};
+__device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int cb) {
+  const int2 tile = a.tiles[tile_index];
+  return {tile.x, tile.y, a.offsets[tile.x + 1], cb * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
 }
 
 // fp8: thread 0 requests K step `step` of item w's weight tile into the slot at `dst` by the tensor map, with
@@ -201,17 +196,18 @@ __device__ __forceinline__ void request_weight_tile(const MmaKernelArgs& a, cons
 }
 
 // Stage 2 launched overlapped: thread 0 requests the weight tiles of the block's first ring of K steps
-// before the wait, so the first bytes are on their way while the predecessor (fp8_rows) finishes; returns
-// how many. Reading the tile list here is safe: fp8_rows lets this kernel launch only after its own wait,
-// i.e. once stage 1 has finished, and stage 1 finished only after its wait for the grouping that wrote the
-// list. Nothing the predecessor writes (h's codes and scales) is read before the wait.
+// before the wait, so the first bytes are on their way while the predecessor (fp8_rows, or stage 1 where it
+// quantises h) finishes; returns how many. Reading the tile list here is safe: either predecessor lets this
+// kernel launch only after its own wait (overlapped_start; fp8_rows' wait), so stage 1 launched after the
+// grouping that wrote the list had finished. Nothing the predecessor writes (h's codes and scales) is read
+// before the wait.
 template <int kStages>
 __device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint32_t smem0, int slot_bytes,
                                      const CUtensorMap* w_map, uint64_t (&full)[kStages]) {
   const int items = *a.num_tiles * n_blocks;
   int ring = 0;
   for (int item = blockIdx.x; item < items && ring < kStages; item += gridDim.x) {
-    const WorkItem w = work_item<2>(a, item, n_blocks);
+    const WorkItem w = work_item<2>(a, item / n_blocks, item % n_blocks);
     for (int step = 0; step < a.steps && ring < kStages; ++step, ++ring)
       request_weight_tile<2>(a, w, step, smem0 + ring * slot_bytes, w_map, false, &full[ring]);
   }
@@ -279,11 +275,11 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box, bool ahead, bool overlapped, bool early_weights,
-                             bool copier_ahead) {
+                             bool gate_up_box, bool overlapped, bool early_weights) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
+  __shared__ float group_amax[2][8 * kN];  // stage 1 quantising h: swap_group_scales' two buffers
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
@@ -296,53 +292,36 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
     early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full);
   overlapped_start(overlapped);
-  const int items = *a.num_tiles * n_blocks;
-  if (static_cast<int>(blockIdx.x) >= items) return;
+  // Runs of column blocks (run_of): one block each, or with h quantised one 128-wide group of h.
+  const bool quantise_h = kFp8 && kStage == 1 && a.h_codes;
+  const int n_runs = quantise_h ? a.h_groups : n_blocks;
+  const int runs = *a.num_tiles * n_runs;
+  if (static_cast<int>(blockIdx.x) >= runs) return;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     Cycles cycles;
     int ring = 0;
-    // With copier_ahead, the next item's tile entry is read at an item's start, its expert's end and its rows
-    // of A half-way through the item's K steps (bounded by the call's pair count, pairs_end), so neither
-    // dependent round trip stalls the copier between items.
-    const int pairs_end = copier_ahead ? a.offsets[a.w.num_experts] : 0;
-    WorkItem w = work_item<kStage>(a, blockIdx.x, n_blocks);
-    ItemRows<kN> rows = load_item_rows<kN>(a, w.m0, w.m_end, tid);
-    const int ahead_step = (a.steps - 1) / 2;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      cycles.mark(kCyIssue);
-      if (!copier_ahead && item != static_cast<int>(blockIdx.x)) {
-        w = work_item<kStage>(a, item, n_blocks);
-        rows = load_item_rows<kN>(a, w.m0, w.m_end, tid);
-      }
-      const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0, rows, tid);
-      const int next = item + gridDim.x;
-      const bool ahead = copier_ahead && next < items;
-      int2 next_tile = make_int2(0, 0);
-      int next_end = 0;
-      ItemRows<kN> next_rows{};
-      if (ahead) next_tile = a.tiles[next / n_blocks];
-      cycles.mark(kCyItemSetUp);
-      for (int step = 0; step < a.steps; ++step, ++ring) {
-        if (ahead && step == ahead_step) {
-          next_end = a.offsets[next_tile.x + 1];
-          next_rows = load_item_rows<kN>(a, next_tile.y, pairs_end, tid);
-        }
-        const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+    for (int r = blockIdx.x; r < runs; r += gridDim.x) {
+      const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+      for (int cb = run.begin; cb < run.end; ++cb) {
         cycles.mark(kCyIssue);
-        if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
-        cycles.mark(kCyWait);
-        cycles.step();
-        if (kFp8 && tid == 0 && ring >= early)
-          request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
-        cycles.mark(kCyTensorCopy);
-        loader.load(a, smem0 + slot * kSlot, step);
-        cp_async_mbar_arrive(&full[slot]);
-      }
-      if (ahead) {
-        w = {next_tile.x, next_tile.y, next_end, item_first_output<kStage>(next, n_blocks)};
-        rows = next_rows;
+        const WorkItem w = work_item<kStage>(a, run.tile, cb);
+        const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0,
+                                                      load_item_rows<kN>(a, w.m0, w.m_end, tid), tid);
+        cycles.mark(kCyItemSetUp);
+        for (int step = 0; step < a.steps; ++step, ++ring) {
+          const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+          cycles.mark(kCyIssue);
+          if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+          cycles.mark(kCyWait);
+          cycles.step();
+          if (kFp8 && tid == 0 && ring >= early)
+            request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
+          cycles.mark(kCyTensorCopy);
+          loader.load(a, smem0 + slot * kSlot, step);
+          cp_async_mbar_arrive(&full[slot]);
+        }
       }
     }
     cp_async_wait<0>();
@@ -353,60 +332,76 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int cw = wg - 1, wq = (tid % 128) / 32, gid = lane / 4, tig = lane % 4;
   const int r0 = 64 * cw + 16 * wq + gid;  // this thread's weight rows: r0 and r0 + 8
   Cycles cycles;
-  int ring = 0;
-  // With `ahead` (grouped_gemm_swap_ahead) the item's output pair ids and the next item's tile load at the
-  // item's start, their latency spent under its K steps instead of after its last one.
-  WorkItem next = work_item<kStage>(a, blockIdx.x, n_blocks);
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const WorkItem w = ahead ? next : work_item<kStage>(a, item, n_blocks);
-    PairIds<kN> ids{};
-    if (ahead) {
-      ids = load_pair_ids<kN>(a, w, tig);
-      if (item + static_cast<int>(gridDim.x) < items) next = work_item<kStage>(a, item + gridDim.x, n_blocks);
-    }
-    float acc[kN / 2];
+  int ring = 0, runs_done = 0;
+  for (int r = blockIdx.x; r < runs; r += gridDim.x, ++runs_done) {
+    const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
+    SwapHBlock<kN> first{};  // h quantised: the group's first column block while the second runs
+    for (int cb = run.begin; cb < run.end; ++cb) {
+      const WorkItem w = work_item<kStage>(a, run.tile, cb);
+      float acc[kN / 2];
 #pragma unroll
-    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
-    for (int step = 0; step < a.steps; ++step, ++ring) {
-      const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
-      cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
-      mbar_wait(&full[slot], round & 1);
-      cycles.mark(kCyWait);
-      cycles.step();
-      fence_proxy_async_shared();
-      const uint32_t w_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
-      const uint32_t p_base = smem0 + slot * kSlot + pair_tile_offset<kN>();
-      if constexpr (kFp8) {
-        float part[kN / 2];
-        wgmma_fence();
+      for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+      for (int step = 0; step < a.steps; ++step, ++ring) {
+        const int slot = ring % kStages<kN>, round = ring / kStages<kN>;
+        cycles.mark(kCyEpilogue);  // the item's set-up (before its first step) counts with the epilogues
+        mbar_wait(&full[slot], round & 1);
+        cycles.mark(kCyWait);
+        cycles.step();
+        fence_proxy_async_shared();
+        const uint32_t w_base = smem0 + slot * kSlot + cw * 64 * kTileRowBytes;
+        const uint32_t p_base = smem0 + slot * kSlot + pair_tile_offset<kN>();
+        if constexpr (kFp8) {
+          float part[kN / 2];
+          wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_m64n_32B<true, kN>(part, wgmma_desc_sw128(w_base + 32 * ks),
-                                   wgmma_desc_sw128(p_base + 32 * ks), ks > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        cycles.mark(kCyMma);
-        wgmma_fence_operands(part);
-        const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
-        const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
-        add_scaled_partial<kN / 8>(acc, part, sw[r0], sw[r0 + 8], sp, tig);
-      } else {
-        wgmma_fence();
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n_32B<true, kN>(part, wgmma_desc_sw128(w_base + 32 * ks),
+                                     wgmma_desc_sw128(p_base + 32 * ks), ks > 0);
+          wgmma_commit();
+          wgmma_wait<0>();
+          cycles.mark(kCyMma);
+          wgmma_fence_operands(part);
+          const float* sw = reinterpret_cast<const float*>(smem + slot * kSlot + weight_scales_offset<kN>());
+          const float* sp = reinterpret_cast<const float*>(smem + slot * kSlot + pair_scales_offset<kN>());
+          add_scaled_partial<kN / 8>(acc, part, sw[r0], sw[r0 + 8], sp, tig);
+        } else {
+          wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_m64n_32B<false, kN>(acc, wgmma_desc_sw128(w_base + 32 * ks),
-                                    wgmma_desc_sw128(p_base + 32 * ks), true);
-        wgmma_commit();
-        wgmma_wait<0>();
-        cycles.mark(kCyMma);
-        wgmma_fence_operands(acc);
+          for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n_32B<false, kN>(acc, wgmma_desc_sw128(w_base + 32 * ks),
+                                      wgmma_desc_sw128(p_base + 32 * ks), true);
+          wgmma_commit();
+          wgmma_wait<0>();
+          cycles.mark(kCyMma);
+          wgmma_fence_operands(acc);
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);
+        cycles.mark(kCyPromote);
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
-      cycles.mark(kCyPromote);
+      const PairIds<kN> ids = load_pair_ids<kN>(a, w, tig);
+      if (!quantise_h) {
+        store_item<kStage, kN>(a, w, r0, tig, acc, ids);
+        continue;
+      }
+      const int n = w.n0 + r0 / 16 * 8 + r0 % 8;  // this thread's output
+      const SwapHBlock<kN> b = swap_h_block<kN>(a, w.e, n, acc);
+      if (cb + 1 < run.end) {
+        first = b;
+        continue;
+      }
+      const bool two = run.end - run.begin == 2;
+      float scale[kN / 4];
+      swap_group_scales<kN>(first, b, two, 4 * cw + wq, lane, group_amax[runs_done % 2], scale);
+      if (two) store_swap_h_codes<kN>(a, w.m0, w.m_end, n - kStage1BlockOutputs, tig, first, ids.id, scale);
+      store_swap_h_codes<kN>(a, w.m0, w.m_end, n, tig, b, ids.id, scale);
+      if (cw == 0 && wq == 0 && gid == 0) {
+#pragma unroll
+        for (int q = 0; q < kN / 4; ++q)
+          if (w.m0 + 8 * (q / 2) + 2 * tig + q % 2 < w.m_end)
+            a.h_scales[static_cast<size_t>(ids.id[q]) * a.h_groups + run.group] = scale[q];
+      }
     }
-    if (!ahead) ids = load_pair_ids<kN>(a, w, tig);
-    store_item<kStage, kN>(a, w, r0, tig, acc, ids);
   }
   cycles.mark(kCyEpilogue);
   cycles.flush(cycle_table<kCySwapKernel>(), kStage, 4 * cw + wq);
@@ -434,8 +429,7 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
   launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
                        dim3(kThreads), smem, stream, k, n_blocks, w_map, gate_up_box,
-                       grouped_gemm_swap_ahead(), grouped_gemm_overlapped(), grouped_gemm_early_weights(),
-                       grouped_gemm_swap_copier_ahead());
+                       grouped_gemm_overlapped(), grouped_gemm_early_weights());
 }
 
 template <bool kFp8, int kStage>

@@ -1,13 +1,15 @@
 #pragma once
 // What the two persistent wgmma kernels share around their ring of shared-memory slots (expert_wgmma.cu:
 // 128-pair tiles; expert_wgmma_swap.cu: 16- to 64-pair tiles with the operands swapped): the swizzle-aligned
-// start of the ring, its barriers, the overlapped launch's wait, and the tensor-map copy of a stage-1 weight
-// tile whose gate and up rows interleave.
+// start of the ring, its barriers, the runs of work items, the overlapped launch's wait, and the tensor-map
+// copy of a stage-1 weight tile whose gate and up rows interleave.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "cuda/kernels/bulk_copy.cuh"
+#include "cuda/kernels/expert_mma.h"
+#include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 
@@ -21,6 +23,22 @@ constexpr int kSwizzleAlign = 1024;
 // kSwizzleAlign bytes beyond the ring for it).
 __device__ __forceinline__ uint32_t swizzle_aligned_base(const void* smem_raw) {
   return (shared_addr(smem_raw) + kSwizzleAlign - 1) & ~static_cast<uint32_t>(kSwizzleAlign - 1);
+}
+
+// A block (of either kernel) takes runs of work items: one row tile's column blocks [begin, end). A run is
+// one column block, except when stage 1 quantises h (a.h_codes): then it is the column blocks of one 128-wide
+// group of h (64 outputs each, the grid's phase a multiple of 64: one or two blocks), so one block sees the
+// whole group.
+struct Run {
+  int tile, group, begin, end;
+};
+
+template <int kStage>
+__device__ __forceinline__ Run run_of(const MmaKernelArgs& a, int run, int n_runs, int n_blocks) {
+  const int tile = run / n_runs, j = run % n_runs;
+  if (kStage != 1 || !a.h_codes) return {tile, j, j, j + 1};
+  const ColumnBlocks blocks = h_group_column_blocks(j, a.w.phase, n_blocks);
+  return {tile, j, blocks.begin, blocks.end};
 }
 
 // Thread 0 sets up the ring's barriers, then the whole block syncs: full[s] completes once every copier
