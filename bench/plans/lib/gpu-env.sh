@@ -136,7 +136,8 @@ grouped_forced_paths() {
   timeout "$(cap "$1" "$2")" $B/cuda_forced_paths_test --gtest_color=no \
     --gtest_filter='*GroupedGemmOnWgmmaAndMmaSync*' > $R/forced-paths.log 2>&1
   echo "forced paths rc $? t=$(el)"
-  grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |DIFFER" $R/forced-paths.log | head -12
+  grep -E "^\[  (PASSED|FAILED)|Failure|(ahead|overlapped) fp8_block\] M=400 |swapped.*quantised.* fp8_block\].*M=40 |DIFFER" \
+    $R/forced-paths.log | head -16
   pack
 }
 bench_ab() {
