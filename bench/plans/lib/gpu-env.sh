@@ -23,7 +23,7 @@
 #                              the same A/B in one process (moe bench --env-ab, two rounds): no process start
 #                              per setting; rows end "VAR=V rN"; prints them pivoted by shape, format and M
 #   ab_winner LOG VAR OFF ON   prints ON when bench_ab's LOG has VAR=ON faster than VAR=OFF (the mean of its
-#                              rounds) by at least 0.3 % at every shape, format and M it holds, else OFF:
+#                              rounds) by at least 0.2 % at every shape, format and M it holds, else OFF:
 #                              what a plan passes on to its gpu-check, e.g. export VAR=$(ab_winner ...)
 #   pivot_rows LOG             op_rows lines regrouped by shape, format and M, each variant's time beside the
 #                              others' (what an A/B reads)
@@ -155,7 +155,7 @@ ab_winner() {
     'NF >= 12 && index($11, var "=") == 1 { k = $1 " " $2 " " $3; v = substr($11, length(var) + 2)
        if (v == off) { a[k] += $4; na[k]++ } else if (v == on) { b[k] += $4; nb[k]++ } }
      END { won = 0; for (k in a) { if (!(k in b)) { won = -1; break }
-             if (b[k] / nb[k] <= 0.997 * a[k] / na[k]) { if (won == 0) won = 1 } else { won = -1; break } }
+             if (b[k] / nb[k] <= 0.998 * a[k] / na[k]) { if (won == 0) won = 1 } else { won = -1; break } }
            print (won == 1 ? on : off) }' "$1"
 }
 pivot_rows() {

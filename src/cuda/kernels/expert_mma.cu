@@ -243,8 +243,8 @@ constexpr int kMinPairTile = 16;
 // Off by default: on an H200 (session 15) fp8_rows after the GEMM measured faster than the epilogue's
 // quantisation, Qwen3-30B-A3B fp8 M=4096 839 against 876 us, DeepSeek-V3 TP8 1641 against 1713.
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
-// The swapped kernel's (session 40, unmeasured).
-EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", false);
+// The swapped kernel's, on by default: it measured faster (session 40, expert_mma.h).
+EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
