@@ -317,13 +317,15 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // neighbours (grouped_gemm_overlapped, and with it the swapped stage 2's first weights requested before its
   // wait: grouped_gemm_early_weights), and the swapped kernel's stage 1 quantising h in its epilogue
   // (grouped_gemm_swap_quantises_h; on the TP rank, whose grid starts 64 into a block, its first group is one
-  // column block): the same bits, y in bf16 the same bits as its kind's first y in bf16. Each row sets every
-  // switch, so the rows without one run with it off.
+  // column block), and with it stage 1 launched during the grouping to prefetch (grouped_gemm_prefetch_steps,
+  // from M=8 here: 4 pairs an expert): the same bits, y in bf16 the same bits as its kind's first y in bf16.
+  // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
+    bool prefetch = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -339,6 +341,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              overlapped_default = cuda::grouped_gemm_overlapped(),
              early_weights_default = cuda::grouped_gemm_early_weights(),
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
+  const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
@@ -354,6 +357,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                false, false, false, true, false, false, true},
         Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights", true, true, true,
                true, false, false, false, false, false, false, true, true, true, true},
+        Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch", true, true, true, true, false,
+               false, false, false, false, false, true, false, false, true, true},
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
@@ -400,6 +405,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_overlapped(kernel.overlapped);
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
+    cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -448,6 +454,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_overlapped(overlapped_default);
   cuda::set_grouped_gemm_early_weights(early_weights_default);
   cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
+  cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

@@ -195,6 +195,11 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.h_by_position = pair_tile == kBM && grouped_gemm_uses_wgmma() && grouped_gemm_h_by_position() &&
                       !k.h_codes && !grouped_gemm_tma_a() && g.pairs_all_local;
     k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
+    // The swapped stage 1 starts while the grouping runs and brings its probable first weights into L2 where
+    // experts average 4 or more pairs (nearly every expert active, one tile each: the guess holds).
+    const int pairs = tokens * g.g.pair_div;
+    k.prefetch_steps =
+        pair_tile < kBM && pairs >= 4 * g.w.num_experts && H % 16 == 0 ? grouped_gemm_prefetch_steps() : 0;
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;
@@ -207,6 +212,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.k = P;
   k.a_div = k.h_by_position ? 0 : 1;
   k.h_by_position = 0;
+  k.prefetch_steps = 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
@@ -245,6 +251,8 @@ constexpr int kMinPairTile = 16;
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
 // The swapped kernel's, on by default: it measured faster (session 40, expert_mma.h).
 EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
+// Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), off.
+EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 0, 0, 16);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -313,6 +321,14 @@ bool grouped_gemm_quantises_h() {
 
 void set_grouped_gemm_quantises_h(bool on) {
   quantise_h_switch.set(on);
+}
+
+int grouped_gemm_prefetch_steps() {
+  return prefetch_steps_setting.get();
+}
+
+void set_grouped_gemm_prefetch_steps(int steps) {
+  prefetch_steps_setting.set(steps);
 }
 
 bool grouped_gemm_swap_quantises_h() {

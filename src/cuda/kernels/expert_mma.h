@@ -115,6 +115,14 @@ void set_grouped_gemm_early_weights(bool on);
 // M=256 241.2 -> 236.9); set_grouped_gemm_swap_quantises_h overrides it (expert_mma.cu). The same codes.
 bool grouped_gemm_swap_quantises_h();
 void set_grouped_gemm_swap_quantises_h(bool on);
+// How many K steps of its block's probable first weight rows the swapped kernel's fp8 stage 1 brings into L2
+// while the grouping still runs (it then launches overlapped with it and guesses tile t = expert t, which
+// holds where experts average 4 or more pairs; it does so only there): 0 (off) unless
+// MOE_WGMMA_PREFETCH_STEPS=1-16 (session 40: at 64 tokens ncu has route and align at 7.4 and 5.3 us, time in
+// which the weights' DRAM stream has not started); set_grouped_gemm_prefetch_steps overrides it. The same
+// bits either way.
+int grouped_gemm_prefetch_steps();
+void set_grouped_gemm_prefetch_steps(int steps);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

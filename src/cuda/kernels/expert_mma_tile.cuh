@@ -55,6 +55,9 @@ struct MmaKernelArgs {
   // when the rank's phase is a multiple of 64), so the promotion reads one or two
   // (add_scaled_partial_uniform).
   int uniform_col_scales;
+  // fp8 stage 1 of the swapped kernel launched while the grouping still runs (grouped_gemm_prefetch_steps):
+  // the K steps of its block's probable first weight rows to bring into L2 before its wait; 0: none.
+  int prefetch_steps;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   uint8_t* const smem = smem_raw + (smem0 - smem_addr(smem_raw));
   init_ring_barriers(full, empty, kFp8);
-  overlapped_start(overlapped);
+  overlapped_start(overlapped, overlapped);
   const int runs = *a.num_tiles * n_runs;
   if (static_cast<int>(blockIdx.x) >= runs) return;
 

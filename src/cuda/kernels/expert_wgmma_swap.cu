@@ -214,6 +214,21 @@ __device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint3
   return ring;
 }
 
+// Stage 1 launched while the grouping still runs (a.prefetch_steps): the copier threads bring into L2 the
+// first K steps of the weight rows of the block's first item as they would be were every expert active with
+// one tile (tile t = expert t: the usual case from 64 to 256 tokens of 128 experts, where an expert is idle
+// with probability (1 - 8/128)^64 = 1.6 % at 64), so its first copies find them in L2 instead of starting
+// from DRAM after the grouping. A wrong guess spends only bandwidth the prologue leaves idle. Reads nothing
+// the predecessor writes. Thread t: the gate (t < 64) or up row of output t % 64 of the block.
+__device__ __forceinline__ void prefetch_first_item_rows(const MmaKernelArgs& a, int n_blocks, int tid) {
+  const int n_runs = a.h_codes ? a.h_groups : n_blocks;
+  const Run run = run_of<1>(a, blockIdx.x, n_runs, n_blocks);
+  const int e = run.tile, P = a.w.inter, n = run.begin * (kWeightRows / 2) + tid % 64;
+  if (e >= a.w.num_experts || n >= P) return;
+  const size_t row = (static_cast<size_t>(e) * 2 + tid / 64) * P + n;
+  bulk_prefetch_l2(a.w.w13 + row * a.k, static_cast<uint32_t>(min(a.prefetch_steps * kTileRowBytes, a.k)));
+}
+
 // A finished item's outputs: this thread's weight rows r0 and r0 + 8 (stage 1: the gate and up rows of
 // output n0 + r0 / 16 * 8 + r0 % 8), its pairs 8j + 2 tig (+1).
 template <int kN>
@@ -275,7 +290,7 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
-                             bool gate_up_box, bool overlapped, bool early_weights) {
+                             bool gate_up_box, bool overlapped, bool trigger, bool early_weights) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
@@ -291,7 +306,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   int early = 0;
   if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
     early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full);
-  overlapped_start(overlapped);
+  if (kFp8 && kStage == 1 && a.prefetch_steps > 0 && wg == 0) prefetch_first_item_rows(a, n_blocks, tid);
+  overlapped_start(overlapped, trigger);
   // Runs of column blocks (run_of): one block each, or with h quantised one 128-wide group of h.
   const bool quantise_h = kFp8 && kStage == 1 && a.h_codes;
   const int n_runs = quantise_h ? a.h_groups : n_blocks;
@@ -427,9 +443,12 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   if (kFp8 && !gate_up_box)
     w_map =
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
-  launch_overlapped_if(grouped_gemm_overlapped(), kernel, dim3(std::min(max_tiles * n_blocks, sm_count())),
-                       dim3(kThreads), smem, stream, k, n_blocks, w_map, gate_up_box,
-                       grouped_gemm_overlapped(), grouped_gemm_early_weights());
+  // Launched overlapped (programmatic dependent launch) when asked, or to prefetch (stage 1), which waits for
+  // the grouping but lets stage 2 launch only as it ends.
+  const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0;
+  launch_overlapped_if(overlapped, kernel, dim3(std::min(max_tiles * n_blocks, sm_count())), dim3(kThreads),
+                       smem, stream, k, n_blocks, w_map, gate_up_box, overlapped, grouped_gemm_overlapped(),
+                       grouped_gemm_early_weights());
 }
 
 template <bool kFp8, int kStage>

@@ -58,14 +58,13 @@ __device__ __forceinline__ void init_ring_barriers(uint64_t (&full)[kStages], ui
   __syncthreads();
 }
 
-// A kernel launched overlapped (grouped_gemm_overlapped) has set up its ring while its predecessor finished;
-// here it waits for it (nothing the predecessor writes, the tile count included, is read before) and lets its
-// successor launch, whose blocks then wait on the SMs this kernel's blocks leave as they finish.
-__device__ __forceinline__ void overlapped_start(bool overlapped) {
-  if (overlapped) {
-    pdl_wait();
-    pdl_trigger();
-  }
+// A kernel launched overlapped (grouped_gemm_overlapped, or the swapped stage 1 prefetching) has set up its
+// ring while its predecessor finished; here it waits for it (nothing the predecessor writes, the tile count
+// included, is read before) and, with `trigger`, lets its successor launch, whose blocks then wait on the SMs
+// this kernel's blocks leave as they finish.
+__device__ __forceinline__ void overlapped_start(bool wait, bool trigger) {
+  if (wait) pdl_wait();
+  if (trigger) pdl_trigger();
 }
 
 // Stage 1's weight tile at `dst` by the tensor map: kBoxes pairs of kBoxRows-row boxes, box q's gate rows
