@@ -197,9 +197,9 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
     // The swapped stage 1 starts while the grouping runs and brings its probable first weights into L2 where
     // experts average 4 or more pairs (nearly every expert active, one tile each: the guess holds).
-    const int pairs = tokens * g.g.pair_div;
-    k.prefetch_steps =
-        pair_tile < kBM && pairs >= 4 * g.w.num_experts && H % 16 == 0 ? grouped_gemm_prefetch_steps() : 0;
+    k.prefetch_steps = grouped_gemm_prefetches(tokens * g.g.pair_div, g.w.num_experts, H, P)
+                           ? grouped_gemm_prefetch_steps()
+                           : 0;
   } else {
     k.a = reinterpret_cast<const uint8_t*>(x);
     k.a_rows = tokens;
@@ -251,8 +251,11 @@ constexpr int kMinPairTile = 16;
 EnvSwitch quantise_h_switch("MOE_WGMMA_QUANT_H", false);
 // The swapped kernel's, on by default: it measured faster (session 40, expert_mma.h).
 EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
-// Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), off.
-EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 0, 0, 16);
+// Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), 8 steps:
+// measured faster (expert_mma.h).
+EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
+// Session 40: the grouping's trigger before its wait where the prefetch runs (grouping_triggers_first).
+EnvSwitch trigger_first_switch("MOE_GROUPING_TRIGGER_FIRST", false);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -329,6 +332,19 @@ int grouped_gemm_prefetch_steps() {
 
 void set_grouped_gemm_prefetch_steps(int steps) {
   prefetch_steps_setting.set(steps);
+}
+
+bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter) {
+  return grouped_gemm_prefetch_steps() > 0 && pairs >= 4 * experts && hidden % 16 == 0 &&
+         grouped_gemm_pair_tile(pairs, experts, hidden, inter) < kBM;
+}
+
+bool grouping_triggers_first() {
+  return trigger_first_switch.get();
+}
+
+void set_grouping_triggers_first(bool on) {
+  trigger_first_switch.set(on);
 }
 
 bool grouped_gemm_swap_quantises_h() {

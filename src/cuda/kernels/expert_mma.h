@@ -117,12 +117,23 @@ bool grouped_gemm_swap_quantises_h();
 void set_grouped_gemm_swap_quantises_h(bool on);
 // How many K steps of its block's probable first weight rows the swapped kernel's fp8 stage 1 brings into L2
 // while the grouping still runs (it then launches overlapped with it and guesses tile t = expert t, which
-// holds where experts average 4 or more pairs; it does so only there): 0 (off) unless
-// MOE_WGMMA_PREFETCH_STEPS=1-16 (session 40: at 64 tokens ncu has route and align at 7.4 and 5.3 us, time in
-// which the weights' DRAM stream has not started); set_grouped_gemm_prefetch_steps overrides it. The same
-// bits either way.
+// holds where experts average 4 or more pairs; it does so only there): 8 unless MOE_WGMMA_PREFETCH_STEPS says
+// otherwise (0 = off). Session 40: at 64 tokens ncu has route and align at 7.4 and 5.3 us, time in which the
+// weights' DRAM stream has not started; H100, one process, two rounds, Qwen3-30B-A3B fp8, 0 / 4 / 8 / 16
+// steps: M=64 219.8 / 217.9 / 218.4 / 218.6 us, M=128 225.8 / 223.8 / 223.9 / 224.2, M=256 238.1 / 237.1 /
+// 236.9 / 236.8. set_grouped_gemm_prefetch_steps overrides it. The same bits either way.
 int grouped_gemm_prefetch_steps();
 void set_grouped_gemm_prefetch_steps(int steps);
+// Whether an fp8 call of `pairs` pairs over `experts` experts (this hidden and intermediate size) has the
+// swapped stage 1 prefetch: the swapped kernel, experts averaging 4 or more pairs, prefetch steps set.
+bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter);
+// Whether the grouping's last kernel (align, or the many-block grouping's placement) lets the swapped stage 1
+// launch before its own wait where that stage prefetches and no shared expert runs
+// (AlignArgs::trigger_first), so the prefetch window covers routing too: off unless
+// MOE_GROUPING_TRIGGER_FIRST=1 (session 40); set_grouping_triggers_first overrides it. The same bits either
+// way.
+bool grouping_triggers_first();
+void set_grouping_triggers_first(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
