@@ -746,11 +746,6 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
     aa.tile_rows = grouped_gemm_pair_tile(M * g.g.pair_div, g.w.num_experts, g.w.hidden, g.w.inter);
     g.tiles_listed_rows = aa.tile_rows;
   }
-  // The swapped stage 1's prefetch window from the routing on (grouping_triggers_first): its successor is
-  // then that stage 1, or fp8_rows of x before it, both waiting before they read.
-  aa.trigger_first = stages == StagePath::Mma && !shared && grouping_triggers_first() &&
-                     g.w.format == WFormat::Fp8Block &&
-                     grouped_gemm_prefetches(M * g.g.pair_div, g.w.num_experts, g.w.hidden, g.w.inter);
   if (tail) {
     aa.zero_ints = d.counters;
     aa.n_zero_ints = d.num_counters;

@@ -318,15 +318,14 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // wait: grouped_gemm_early_weights), and the swapped kernel's stage 1 quantising h in its epilogue
   // (grouped_gemm_swap_quantises_h; on the TP rank, whose grid starts 64 into a block, its first group is one
   // column block), and with it stage 1 launched during the grouping to prefetch (grouped_gemm_prefetch_steps,
-  // from M=8 here: 4 pairs an expert; also from the routing on: grouping_triggers_first): the same bits, y in
-  // bf16 the same bits as its kind's first y in bf16. Each row sets every switch, so the rows without one run
-  // with it off.
+  // from M=8 here: 4 pairs an expert): the same bits, y in bf16 the same bits as its kind's first y in bf16.
+  // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
-    bool prefetch = false, trigger_first = false;
+    bool prefetch = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -343,7 +342,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              early_weights_default = cuda::grouped_gemm_early_weights(),
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
-  const bool trigger_first_default = cuda::grouping_triggers_first();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
   cuda::set_grouped_gemm_y_bf16_min_tokens(0);  // the y-in-bf16 rows at every M below
@@ -361,8 +359,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                true, false, false, false, false, false, false, true, true, true, true},
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch", true, true, true, true, false,
                false, false, false, false, false, true, false, false, true, true},
-        Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch from the routing", true, true, true,
-               true, false, false, false, false, false, false, true, false, false, true, true, true},
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
@@ -410,7 +406,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
-    cuda::set_grouping_triggers_first(kernel.trigger_first);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -460,7 +455,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_early_weights(early_weights_default);
   cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
   cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
-  cuda::set_grouping_triggers_first(trigger_first_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

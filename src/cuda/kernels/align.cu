@@ -27,7 +27,6 @@ __global__ void __launch_bounds__(kAlignThreads) align_kernel(AlignArgs a) {
   __shared__ int warp_sums[33];
   const int E = a.num_experts, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int i = threadIdx.x; i < kWarps * E; i += kAlignThreads) rows[i] = 0;
-  if (a.trigger_first) pdl_trigger();
   pdl_wait();
   pdl_trigger();
   __syncthreads();
@@ -120,7 +119,6 @@ __global__ void __launch_bounds__(kAlignThreads) group_scan_kernel(AlignArgs a, 
 __global__ void __launch_bounds__(kChunkThreads) group_place_kernel(AlignArgs a, int chunk) {
   extern __shared__ int cursor[];  // [E]
   const int E = a.num_experts;
-  if (a.trigger_first) pdl_trigger();
   pdl_wait();
   pdl_trigger();
   for (int i = threadIdx.x; i < E; i += kChunkThreads) cursor[i] = a.block_counts[blockIdx.x * E + i];

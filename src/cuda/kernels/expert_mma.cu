@@ -254,8 +254,6 @@ EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 // Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), 8 steps:
 // measured faster (expert_mma.h).
 EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
-// Session 40: the grouping's trigger before its wait where the prefetch runs (grouping_triggers_first).
-EnvSwitch trigger_first_switch("MOE_GROUPING_TRIGGER_FIRST", false);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -337,14 +335,6 @@ void set_grouped_gemm_prefetch_steps(int steps) {
 bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter) {
   return grouped_gemm_prefetch_steps() > 0 && pairs >= 4 * experts && hidden % 16 == 0 &&
          grouped_gemm_pair_tile(pairs, experts, hidden, inter) < kBM;
-}
-
-bool grouping_triggers_first() {
-  return trigger_first_switch.get();
-}
-
-void set_grouping_triggers_first(bool on) {
-  trigger_first_switch.set(on);
 }
 
 bool grouped_gemm_swap_quantises_h() {

@@ -127,13 +127,6 @@ void set_grouped_gemm_prefetch_steps(int steps);
 // Whether an fp8 call of `pairs` pairs over `experts` experts (this hidden and intermediate size) has the
 // swapped stage 1 prefetch: the swapped kernel, experts averaging 4 or more pairs, prefetch steps set.
 bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter);
-// Whether the grouping's last kernel (align, or the many-block grouping's placement) lets the swapped stage 1
-// launch before its own wait where that stage prefetches and no shared expert runs
-// (AlignArgs::trigger_first), so the prefetch window covers routing too: off unless
-// MOE_GROUPING_TRIGGER_FIRST=1 (session 40); set_grouping_triggers_first overrides it. The same bits either
-// way.
-bool grouping_triggers_first();
-void set_grouping_triggers_first(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

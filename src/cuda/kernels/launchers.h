@@ -56,10 +56,6 @@ struct AlignArgs {
   int2* tiles = nullptr;
   int* num_tiles = nullptr;
   int tile_rows = 0;
-  // The grouping's last kernel lets its successor launch before its own wait (grouping_triggers_first):
-  // only where that successor is the swapped stage 1 prefetching its weights, which reads nothing before its
-  // wait; the window then covers routing too.
-  int trigger_first = 0;
 };
 // A swap-AB call's counter boundaries (MoeWorkspace::chain_counters): stage 1's and stage 2's arrivals.
 constexpr int kChainCounters = 2;
