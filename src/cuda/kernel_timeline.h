@@ -19,6 +19,9 @@ enum TimelineKind : int {
   kTlStage1,  // swap-AB stage 1
   kTlStage2,  // swap-AB stage 2
   kTlCombine,
+  kTlAlign,  // the grouping by expert (align, or the many-block grouping's kernels)
+  kTlGemm1,  // the swapped grouped GEMM's stage 1 (expert_wgmma_swap.cu)
+  kTlGemm2,  // its stage 2
   kTlKinds
 };
 
@@ -31,6 +34,8 @@ enum TimelineKind : int {
 //                            combine's start (the last block counted, or the cluster barrier passed)
 //   prologue (one block)     warp 0 routed; routed and quantised, the grouping starts
 //   combine                  the token's slot ids and weights read
+//   swapped grouped GEMM     its copier's first tile requested; its copier's last copies issued (the block's
+//                            end then waits for its consumers: measuring builds only)
 constexpr int kKernelTimelineMarks = 4;
 
 struct KernelTimelineRecord {

@@ -12,8 +12,8 @@
 namespace moe::cuda {
 namespace {
 
-const char* const kKindNames[kTlKinds] = {"fp8 GEMV", "router GEMV", "attention", "prologue",
-                                          "stage 1",  "stage 2",     "combine"};
+const char* const kKindNames[kTlKinds] = {"fp8 GEMV", "router GEMV", "attention", "prologue", "stage 1",
+                                          "stage 2",  "combine",     "align",     "GEMM 1",   "GEMM 2"};
 
 // One launch as its blocks recorded it.
 struct Launch {

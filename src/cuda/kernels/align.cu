@@ -13,9 +13,12 @@
 #include "core/env_flag.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/block_align.cuh"
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/pdl_launch.h"
+
+MOE_KERNEL_TIMELINE_TU(align)
 
 namespace moe::cuda {
 namespace {
@@ -23,11 +26,15 @@ namespace {
 constexpr int kWarps = kAlignThreads / 32;
 
 __global__ void __launch_bounds__(kAlignThreads) align_kernel(AlignArgs a) {
+  // Measuring builds (MOE_KERNEL_TIMELINE): the one-block grouping's span. Not the many-block grouping's
+  // three kernels: launches of one kind must not overlap (kernel_timeline.cuh), and theirs do.
+  KernelTimelineScope timeline(kTlAlign);
   extern __shared__ int rows[];  // [kWarps][E]: warp w's count, then its next position, per expert
   __shared__ int warp_sums[33];
   const int E = a.num_experts, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int i = threadIdx.x; i < kWarps * E; i += kAlignThreads) rows[i] = 0;
   pdl_wait();
+  timeline.waited();
   pdl_trigger();
   __syncthreads();
   const int chunk = (a.n_pairs + kWarps - 1) / kWarps;

@@ -17,6 +17,7 @@
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/expert_wgmma.h"
+#include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/pdl_launch.h"
 #include "cuda/kernels/smem_ring.cuh"
 #include "cuda/kernels/swap_gemm_requests.cuh"
@@ -28,10 +29,17 @@
 #include "cuda/kernels/wgmma_sm90.cuh"
 #include "cuda/tensor_map.h"
 
+MOE_KERNEL_TIMELINE_TU(expert_wgmma_swap)
+
 namespace moe::cuda {
 namespace {
 
 constexpr int kThreads = 384, kCopierRegs = 80, kConsumerRegs = 208;
+#ifdef MOE_KERNEL_TIMELINE
+// Measuring builds: all 384 threads meet at the end (the named barrier after kSwapConsumerBarrier), so
+// thread 0's end stamp is the block's.
+constexpr int kEndBarrier = 2;
+#endif
 using namespace swap_gemm;  // the kernel's items, slots, requests and epilogue
 
 template <bool kFp8, int kStage, int kN>
@@ -39,6 +47,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
                              bool gate_up_box, bool overlapped, bool trigger, bool early_weights) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  KernelTimelineScope timeline(kStage == 1 ? kTlGemm1 : kTlGemm2);  // thread 0: the copier's first thread
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   __shared__ float group_amax[2][8 * kN];  // stage 1 quantising h: swap_group_scales' two buffers
@@ -55,6 +64,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full);
   if (kFp8 && kStage == 1 && a.prefetch_steps > 0 && wg == 0) prefetch_first_item_rows(a, n_blocks, tid);
   overlapped_start(overlapped, trigger);
+  if (overlapped) timeline.waited();
   // Runs of column blocks (run_of): one block each, or with h quantised one 128-wide group of h.
   const bool quantise_h = kFp8 && kStage == 1 && a.h_codes;
   const int n_runs = quantise_h ? a.h_groups : n_blocks;
@@ -81,6 +91,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           cycles.step();
           if (kFp8 && tid == 0 && ring >= early)
             request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
+          if (ring == 0) timeline.mark(0);
           cycles.mark(kCyTensorCopy);
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);
@@ -89,6 +100,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     cp_async_wait<0>();
     if (tid < 32) cycles.flush(cycle_table<kCySwapKernel>(), kStage, 8);
+    timeline.mark(1);
+#ifdef MOE_KERNEL_TIMELINE
+    named_barrier_sync(kEndBarrier, kThreads);
+#endif
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kConsumerRegs));
@@ -168,6 +183,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   cycles.mark(kCyEpilogue);
   cycles.flush(cycle_table<kCySwapKernel>(), kStage, 4 * cw + wq);
+#ifdef MOE_KERNEL_TIMELINE
+  named_barrier_sync(kEndBarrier, kThreads);
+#endif
 #else
   __trap();
 #endif

@@ -12,6 +12,8 @@ void bind_kernel_timeline_attention_decode(KernelTimelineBuffer*);
 void bind_kernel_timeline_route(KernelTimelineBuffer*);
 void bind_kernel_timeline_expert_swap_ab(KernelTimelineBuffer*);
 void bind_kernel_timeline_combine(KernelTimelineBuffer*);
+void bind_kernel_timeline_align(KernelTimelineBuffer*);
+void bind_kernel_timeline_expert_wgmma_swap(KernelTimelineBuffer*);
 }  // namespace moe::cuda
 
 namespace moe::model::gpu {
@@ -26,6 +28,8 @@ void bind_kernel_timelines(cuda::KernelTimelineBuffer* buffer) {
   cuda::bind_kernel_timeline_route(buffer);
   cuda::bind_kernel_timeline_expert_swap_ab(buffer);
   cuda::bind_kernel_timeline_combine(buffer);
+  cuda::bind_kernel_timeline_align(buffer);
+  cuda::bind_kernel_timeline_expert_wgmma_swap(buffer);
 }
 
 }  // namespace moe::model::gpu
