@@ -197,7 +197,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.uniform_col_scales = grouped_gemm_uniform_scales() && g.w.phase % 64 == 0;
     // The swapped stage 1 starts while the grouping runs and brings its probable first weights into L2 where
     // experts average 4 or more pairs (nearly every expert active, one tile each: the guess holds).
-    k.prefetch_steps = grouped_gemm_prefetches(tokens * g.g.pair_div, g.w.num_experts, H, P)
+    k.prefetch_steps = pair_tile < kBM && tokens * g.g.pair_div >= 4 * g.w.num_experts && H % 16 == 0
                            ? grouped_gemm_prefetch_steps()
                            : 0;
   } else {
@@ -330,11 +330,6 @@ int grouped_gemm_prefetch_steps() {
 
 void set_grouped_gemm_prefetch_steps(int steps) {
   prefetch_steps_setting.set(steps);
-}
-
-bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter) {
-  return grouped_gemm_prefetch_steps() > 0 && pairs >= 4 * experts && hidden % 16 == 0 &&
-         grouped_gemm_pair_tile(pairs, experts, hidden, inter) < kBM;
 }
 
 bool grouped_gemm_swap_quantises_h() {

@@ -124,9 +124,6 @@ void set_grouped_gemm_swap_quantises_h(bool on);
 // 236.9 / 236.8. set_grouped_gemm_prefetch_steps overrides it. The same bits either way.
 int grouped_gemm_prefetch_steps();
 void set_grouped_gemm_prefetch_steps(int steps);
-// Whether an fp8 call of `pairs` pairs over `experts` experts (this hidden and intermediate size) has the
-// swapped stage 1 prefetch: the swapped kernel, experts averaging 4 or more pairs, prefetch steps set.
-bool grouped_gemm_prefetches(int pairs, int experts, int hidden, int inter);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
