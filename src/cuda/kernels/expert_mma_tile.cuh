@@ -170,6 +170,18 @@ struct MmaTileLoader {
   }
 };
 
+// Stage 1's output n of expert e (n < P): act(g + bias, u + bias) rounded to bf16 (the swapped kernel's
+// epilogues: one output per thread).
+__device__ __forceinline__ uint16_t h_bits(const MmaKernelArgs& a, int e, int n, float g, float u) {
+  const int P = a.w.inter;
+  if (a.w.w13_bias) {
+    const float* b = a.w.w13_bias + static_cast<size_t>(e) * 2 * P;
+    g += b[n];
+    u += b[P + n];
+  }
+  return f32_to_bf16(gated_activation(a.act, g, u));
+}
+
 // Stage 1's outputs n, n + 1 of expert e (n even, n < P): act(g + bias, u + bias), each rounded to bf16,
 // packed (n in the low half).
 __device__ __forceinline__ uint32_t h_pair_bits(const MmaKernelArgs& a, int e, int n, float g0, float g1,

@@ -173,12 +173,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       swap_group_scales<kN>(first, b, two, 4 * cw + wq, lane, group_amax[runs_done % 2], scale);
       if (two) store_swap_h_codes<kN>(a, w.m0, w.m_end, n - kStage1BlockOutputs, tig, first, ids.id, scale);
       store_swap_h_codes<kN>(a, w.m0, w.m_end, n, tig, b, ids.id, scale);
-      if (cw == 0 && wq == 0 && gid == 0) {
-#pragma unroll
-        for (int q = 0; q < kN / 4; ++q)
-          if (w.m0 + 8 * (q / 2) + 2 * tig + q % 2 < w.m_end)
-            a.h_scales[static_cast<size_t>(ids.id[q]) * a.h_groups + run.group] = scale[q];
-      }
+      if (cw == 0 && wq == 0 && gid == 0)
+        store_swap_h_scales<kN>(a, w.m0, w.m_end, run.group, tig, ids.id, scale);
     }
   }
   cycles.mark(kCyEpilogue);

@@ -47,13 +47,7 @@ __device__ __forceinline__ void store_item(const MmaKernelArgs& a, const WorkIte
       if (kStage == 1) {
         const int n = w.n0 + r0 / 16 * 8 + r0 % 8;
         if (n >= P) continue;
-        float g = acc[4 * j + c], u = acc[4 * j + 2 + c];
-        if (a.w.w13_bias) {
-          const float* b = a.w.w13_bias + static_cast<size_t>(w.e) * 2 * P;
-          g += b[n];
-          u += b[P + n];
-        }
-        a.h[pair * P + n] = f32_to_bf16(gated_activation(a.act, g, u));
+        a.h[pair * P + n] = h_bits(a, w.e, n, acc[4 * j + c], acc[4 * j + 2 + c]);
       } else {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {

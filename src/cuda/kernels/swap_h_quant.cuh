@@ -29,24 +29,17 @@ struct SwapHBlock {
 };
 
 // Output n's values for this thread's pairs from its accumulators (gate rows at acc[4j + c], up rows at
-// acc[4j + 2 + c]): act(g + bias, u + bias) rounded to bf16, as store_item writes h.
+// acc[4j + 2 + c]): h_bits, as store_item writes h.
 template <int kN>
 __device__ __forceinline__ SwapHBlock<kN> swap_h_block(const MmaKernelArgs& a, int e, int n,
                                                        const float (&acc)[kN / 2]) {
   SwapHBlock<kN> b;
-  const int P = a.w.inter;
-  const float* bias = a.w.w13_bias ? a.w.w13_bias + static_cast<size_t>(e) * 2 * P : nullptr;
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      float g = acc[4 * j + c], u = acc[4 * j + 2 + c];
-      if (bias && n < P) {
-        g += bias[n];
-        u += bias[P + n];
-      }
-      b.v[2 * j + c] = n < P ? bf16_to_f32(f32_to_bf16(gated_activation(a.act, g, u))) : 0.0f;
-    }
+    for (int c = 0; c < 2; ++c)
+      b.v[2 * j + c] =
+          n < a.w.inter ? bf16_to_f32(h_bits(a, e, n, acc[4 * j + c], acc[4 * j + 2 + c])) : 0.0f;
   return b;
 }
 
@@ -101,6 +94,19 @@ __device__ __forceinline__ void store_swap_h_codes(const MmaKernelArgs& a, int m
       a.h_codes[static_cast<size_t>(ids[2 * j + c]) * a.w.inter + n] =
           fp8_code(b.v[2 * j + c], scale[2 * j + c]);
     }
+}
+
+// The pairs' scales of group `group` to h_scales (those before m_end): by one thread of each tig.
+template <int kN>
+__device__ __forceinline__ void store_swap_h_scales(const MmaKernelArgs& a, int m0, int m_end, int group,
+                                                    int tig, const int (&ids)[kN / 4],
+                                                    const float (&scale)[kN / 4]) {
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+      if (m0 + 8 * j + 2 * tig + c < m_end)
+        a.h_scales[static_cast<size_t>(ids[2 * j + c]) * a.h_groups + group] = scale[2 * j + c];
 }
 
 }  // namespace moe::cuda
