@@ -2,7 +2,7 @@
 # Session 41's first plan as run (the first ask for a machine failed; this one folds step 1 of NEXT.md into
 # step 0): carry .carry/s41b.tar.xz, built from branch next/s41-review (main 510a9c9 plus session 40's review
 # mends: one h_bits, store_swap_h_scales; different SASS), with its MOE_KERNEL_TIMELINE measuring build as
-# bin/moe-measuring, and .carry/s41a.tar.xz (main 6a487fa's binaries: the same device code as 510a9c9) for
+# bin/moe-measuring, and .carry/s41a-moe.tar.xz (main 6a487fa's moe: the same device code as 510a9c9) for
 # the A/B. The review build's grouped forced paths first (the swapped kernel's quantised h against fp8_rows,
 # every path and TP phase), then the quick gpu-check on it (every GPU test with poisoned memory, the case
 # checks, fixtures, the headline benches, the torch peer: the table's column for the card that came), main
@@ -12,7 +12,7 @@ set -uo pipefail
 export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
 start_plan .carry/s41b.tar.xz || exit 1
-mkdir -p /tmp/main-carry && tar -C /tmp/main-carry -xJf .carry/s41a.tar.xz bin/moe || exit 1
+mkdir -p /tmp/main-carry && tar -C /tmp/main-carry -xJf .carry/s41a-moe.tar.xz bin/moe || exit 1
 MAIN=/tmp/main-carry/bin/moe
 grouped_forced_paths 60 440
 quick_gpu_check $B 120
