@@ -64,11 +64,13 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
   std::sort(launches.begin(), launches.end(),
             [](const Launch& x, const Launch& y) { return x.start < y.start; });
   out.launches = launches.size();
-  // A decode layer: a q/k/v GEMV followed by attention, through the MoE call's combine, or through its stage
-  // 2 where that does the combine (a one-token call, swap_ab_combine_max_tokens) and the next layer's q/k/v
-  // GEMV follows.
+  // A decode layer: a q/k/v GEMV followed by attention, or attention alone where the projections are not
+  // recorded (batches past the GEMV's, e.g. 64: cuBLAS), through the MoE call's combine, or through its stage
+  // 2 where that does the combine (a one-token call, swap_ab_combine_max_tokens) and the next layer follows.
+  const auto is = [&](size_t i, int kind) { return i < launches.size() && launches[i].kind == kind; };
   const auto layer_starts = [&](size_t i) {
-    return i + 1 < launches.size() && launches[i].kind == kTlFp8Gemv && launches[i + 1].kind == kTlAttention;
+    return (is(i, kTlFp8Gemv) && is(i + 1, kTlAttention)) ||
+           (is(i, kTlAttention) && !(i > 0 && is(i - 1, kTlFp8Gemv)));
   };
   std::vector<std::vector<Launch>> layers;
   for (size_t i = 0; i + 1 < launches.size(); ++i) {

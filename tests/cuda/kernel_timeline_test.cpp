@@ -157,6 +157,28 @@ TEST(KernelTimeline, IncompleteLaunchesAndStrayKernelsAreLeftOut) {
   EXPECT_NEAR(s.rows[0].start, 0.0, 1e-6);
 }
 
+// A batch past the GEMV's (64 tokens): the projections run on cuBLAS, unrecorded, so a layer starts at its
+// attention and runs through the grouped GEMM's stages to the combine.
+TEST(KernelTimeline, LayersStartAtAttentionWithoutAGemvBeforeIt) {
+  Recorder r;
+  const int kinds[] = {kTlAttention, kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine};
+  for (int layer = 0; layer < 3; ++layer) {
+    double t = 1000.0 + 100.0 * layer;
+    for (int k : kinds) {
+      r.launch(k, 4, t, t + 1.0, t + (k == kTlGemm1 ? 9.0 + layer : 6.0));
+      t += 5.0;
+    }
+  }
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.layers, 3u);
+  ASSERT_EQ(s.rows.size(), 6u);
+  EXPECT_EQ(s.rows[0].kind, kTlAttention);
+  EXPECT_EQ(s.rows[3].kind, kTlGemm1);
+  EXPECT_NEAR(s.rows[3].span, 10.0, 1e-6);  // the median of 9, 10 and 11
+  EXPECT_EQ(s.rows[5].kind, kTlCombine);
+  EXPECT_NEAR(s.layer_us, 31.0, 1e-6);
+}
+
 TEST(KernelTimeline, NoLayersWithoutTheirFirstTwoKernels) {
   Recorder r;
   r.launch(kTlStage1, 8, 10.0, 11.0, 20.0);
