@@ -221,6 +221,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_mma_max_tiles = s ? cuda::mma_max_tiles(static_cast<int>(M), 1) : 0;
     mma_tiles = DeviceBuffer(static_cast<size_t>(std::max(mma_max_tiles, shared_mma_max_tiles)) * 8);
     mma_num_tiles = DeviceBuffer(4);
+    mma_tile_ready = DeviceBuffer(static_cast<size_t>(mma_max_tiles) * 4);
     if (fp8) {
       mma_x_codes = DeviceBuffer(M * H);
       mma_x_scales = DeviceBuffer(M * k_groups(H, 0) * 4);
@@ -263,6 +264,7 @@ void MoeWorkspace::poison(cudaStream_t s) {
                           &mma_h_scales,
                           &mma_tiles,
                           &mma_num_tiles,
+                          &mma_tile_ready,
                           &shared_mma_h_codes,
                           &shared_mma_h_scales})
     b->poison(s);
@@ -575,6 +577,8 @@ StageBlocks run_expert_stages(const GemvArgs& g, MoeWorkspace& ws, bool shared, 
   s.h_scales = (shared ? ws.shared_mma_h_scales : ws.mma_h_scales).as<float>();
   s.tiles = ws.mma_tiles.as<int2>();
   s.num_tiles = ws.mma_num_tiles.as<int>();
+  // The shared expert's stages take no tile counts (they may run beside the routed experts' on their stream).
+  s.tile_ready = shared ? nullptr : ws.mma_tile_ready.as<unsigned>();
   s.max_tiles = mma_max_tiles(M * g.g.pair_div, std::min(g.w.num_experts, M * g.g.pair_div));
   launch_expert_mma(g, x, M, s, stream);
   mark_part(shared ? "moe shared mma stages" : "moe mma stages", stream);
@@ -743,6 +747,7 @@ void fused_moe(const DeviceMoeLayer& layer, MoeWorkspace& ws, const uint16_t* x,
   if (stages == StagePath::Mma && grouping_lists_tiles()) {
     aa.tiles = ws.mma_tiles.as<int2>();
     aa.num_tiles = ws.mma_num_tiles.as<int>();
+    aa.tile_ready = ws.mma_tile_ready.as<unsigned>();
     aa.tile_rows = grouped_gemm_pair_tile(M * g.g.pair_div, g.w.num_experts, g.w.hidden, g.w.inter);
     g.tiles_listed_rows = aa.tile_rows;
   }

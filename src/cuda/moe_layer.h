@@ -87,6 +87,9 @@ class MoeWorkspace {
   // Tensor-core path (expert_mma.h): fp8 codes + scales of x and h, the row-tile work list. Empty when the
   // layer's formats have no such path.
   DeviceBuffer mma_x_codes, mma_x_scales, mma_h_codes, mma_h_scales, mma_tiles, mma_num_tiles;
+  // The routed experts' per-tile counts of the swapped stage 2's start per tile (MmaKernelArgs::tile_ready),
+  // zeroed with the tile list each call.
+  DeviceBuffer mma_tile_ready;
   DeviceBuffer shared_mma_h_codes, shared_mma_h_scales;
   int mma_max_tiles = 0, shared_mma_max_tiles = 0;
   // Where the shared expert's stages run beside the routed experts' (shared_expert_beside_routed()).

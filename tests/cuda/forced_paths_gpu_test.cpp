@@ -318,14 +318,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // wait: grouped_gemm_early_weights), and the swapped kernel's stage 1 quantising h in its epilogue
   // (grouped_gemm_swap_quantises_h; on the TP rank, whose grid starts 64 into a block, its first group is one
   // column block), and with it stage 1 launched during the grouping to prefetch (grouped_gemm_prefetch_steps,
-  // from M=8 here: 4 pairs an expert): the same bits, y in bf16 the same bits as its kind's first y in bf16.
+  // from M=8 here: 4 pairs an expert), and the swapped stage 2 starting per tile (grouped_gemm_tile_ready:
+  // bf16, and fp8 with h quantised by stage 1): the same bits, y in bf16 the same bits as its kind's first y
+  // in bf16.
   // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
-    bool prefetch = false;
+    bool prefetch = false, tile_ready = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -340,7 +342,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8),
              overlapped_default = cuda::grouped_gemm_overlapped(),
              early_weights_default = cuda::grouped_gemm_early_weights(),
-             swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
+             swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h(),
+             tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
@@ -359,6 +362,10 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
                true, false, false, false, false, false, false, true, true, true, true},
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch", true, true, true, true, false,
                false, false, false, false, false, true, false, false, true, true},
+        Kernel{"wgmma swapped, tile ready", true, true, true, true, false, false, false, false, false, false,
+               false, false, false, false, false, true},
+        Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready", true, true, true, true,
+               false, false, false, false, false, false, true, false, false, true, true, true},
         Kernel{"wgmma, A by TMA", true, false, true, true, false},
         Kernel{"wgmma, A by cp.async", true, false, false, true, false},
         Kernel{"wgmma, h by fp8_rows", true, false, true, false, false},
@@ -406,6 +413,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
+    cuda::set_grouped_gemm_tile_ready(kernel.tile_ready);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -455,6 +463,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_early_weights(early_weights_default);
   cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
   cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
+  cuda::set_grouped_gemm_tile_ready(tile_ready_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";
@@ -468,23 +477,29 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_staged(2, staged_y_default);
   cuda::set_grouped_gemm_two_parts(two_parts_default);
   // The default kernels with the tile list from the GEMM's own launch instead of the grouping's
-  // (grouping_lists_tiles): the same list, so the same bits, on one GPU and on a TP rank.
+  // (grouping_lists_tiles): the same list, so the same bits, on one GPU and on a TP rank; also with the
+  // swapped stage 2 per tile, whose counts each list's writer zeroes.
   const bool lists_tiles_default = cuda::grouping_lists_tiles();
-  for (int M : {1, 5, 40, 80, 130, kM}) {
-    cuda::set_grouping_lists_tiles(true);
-    const std::vector<float> listed = run(layer, ws, g, M, path),
-                             listed_tp = run(layer_tp, ws_tp, g_tp, M, path);
-    cuda::set_grouping_lists_tiles(false);
-    const std::vector<float> own = run(layer, ws, g, M, path), own_tp = run(layer_tp, ws_tp, g_tp, M, path);
-    std::printf("[tile list by the grouping %s] M=%-4d bits %s, TP rank %s\n",
-                std::string(format_name(f)).c_str(), M, listed == own ? "equal" : "DIFFER",
-                listed_tp == own_tp ? "equal" : "DIFFER");
-    EXPECT_EQ(0, std::memcmp(listed.data(), own.data(), own.size() * 4))
-        << "tile list by the grouping, M=" << M;
-    EXPECT_EQ(0, std::memcmp(listed_tp.data(), own_tp.data(), own_tp.size() * 4))
-        << "tile list by the grouping, TP, M=" << M;
-    EXPECT_EQ(non_finite(listed), 0) << "tile list by the grouping, M=" << M;
+  for (const bool tile_ready : {false, true}) {
+    cuda::set_grouped_gemm_tile_ready(tile_ready);
+    for (int M : {1, 5, 40, 80, 130, kM}) {
+      cuda::set_grouping_lists_tiles(true);
+      const std::vector<float> listed = run(layer, ws, g, M, path),
+                               listed_tp = run(layer_tp, ws_tp, g_tp, M, path);
+      cuda::set_grouping_lists_tiles(false);
+      const std::vector<float> own = run(layer, ws, g, M, path), own_tp = run(layer_tp, ws_tp, g_tp, M, path);
+      std::printf("[tile list by the grouping%s %s] M=%-4d bits %s, TP rank %s\n",
+                  tile_ready ? ", tile ready" : "", std::string(format_name(f)).c_str(), M,
+                  listed == own ? "equal" : "DIFFER", listed_tp == own_tp ? "equal" : "DIFFER");
+      EXPECT_EQ(0, std::memcmp(listed.data(), own.data(), own.size() * 4))
+          << "tile list by the grouping, M=" << M << (tile_ready ? ", tile ready" : "");
+      EXPECT_EQ(0, std::memcmp(listed_tp.data(), own_tp.data(), own_tp.size() * 4))
+          << "tile list by the grouping, TP, M=" << M << (tile_ready ? ", tile ready" : "");
+      EXPECT_EQ(non_finite(listed), 0) << "tile list by the grouping, M=" << M;
+      EXPECT_EQ(non_finite(own), 0) << "own tile list, M=" << M;
+    }
   }
+  cuda::set_grouped_gemm_tile_ready(tile_ready_default);
   cuda::set_grouping_lists_tiles(lists_tiles_default);
 }
 

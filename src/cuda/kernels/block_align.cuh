@@ -71,7 +71,10 @@ __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, 
     const int n_tiles = e < E ? (c + a.tile_rows - 1) / a.tile_rows : 0;
     int tiles_total = 0;
     const int first = block_exclusive_scan(n_tiles, warp_sums, &tiles_total);
-    for (int i = 0; i < n_tiles; ++i) a.tiles[first + i] = make_int2(e, start + i * a.tile_rows);
+    for (int i = 0; i < n_tiles; ++i) {
+      a.tiles[first + i] = make_int2(e, start + i * a.tile_rows);
+      if (a.tile_ready) a.tile_ready[first + i] = 0;
+    }
     if (e == 0) *a.num_tiles = tiles_total;
   }
   return start;

@@ -205,6 +205,13 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a_rows = tokens;
     k.steps = (H + 63) / 64;
   }
+  // Stage 2 per tile (the swapped kernel, stage 2 right after stage 1: fp8 with h quantised by stage 1, not
+  // by fp8_rows between them): stage 1's 8 consumer warps arrive once per run, a run being a 128-wide group
+  // of h where stage 1 quantises it, else one 64-output column block.
+  const bool tile_ready =
+      pair_tile < kBM && s.tile_ready && grouped_gemm_tile_ready() && (!kFp8 || k.h_codes);
+  const int stage1_runs = k.h_codes ? k.h_groups : (P + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
+  k.tile_ready = tile_ready ? s.tile_ready : nullptr;
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
 
   // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8), or by sorted
@@ -213,6 +220,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.a_div = k.h_by_position ? 0 : 1;
   k.h_by_position = 0;
   k.prefetch_steps = 0;
+  k.tile_ready_target = tile_ready ? kSwapConsumerWarps * stage1_runs : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
@@ -254,6 +262,8 @@ EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 // Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), 8 steps:
 // measured faster (expert_mma.h).
 EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
+// Session 42: the swapped stage 2 per tile (grouped_gemm_tile_ready), off until measured.
+EnvSwitch tile_ready_switch("MOE_WGMMA_TILE_READY", false);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -332,6 +342,14 @@ void set_grouped_gemm_prefetch_steps(int steps) {
   prefetch_steps_setting.set(steps);
 }
 
+bool grouped_gemm_tile_ready() {
+  return tile_ready_switch.get();
+}
+
+void set_grouped_gemm_tile_ready(bool on) {
+  tile_ready_switch.set(on);
+}
+
 bool grouped_gemm_swap_quantises_h() {
   return swap_quantise_h_switch.get();
 }
@@ -368,7 +386,8 @@ void launch_expert_mma(const GemvArgs& a, const uint16_t* x, int tokens, const M
                        cudaStream_t stream) {
   const int pair_tile = grouped_gemm_pair_tile(tokens * a.g.pair_div, a.w.num_experts, a.w.hidden, a.w.inter);
   const auto tiles = [&](auto rows) {
-    mma_tiles_kernel<decltype(rows)::value><<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles);
+    mma_tiles_kernel<decltype(rows)::value>
+        <<<1, kTileListThreads, 0, stream>>>(a.g, s.tiles, s.num_tiles, s.tile_ready);
   };
   if (a.tiles_listed_rows != pair_tile) {  // else the grouping listed them (AlignArgs::tiles)
     if (pair_tile == 16)

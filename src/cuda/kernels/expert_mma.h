@@ -17,6 +17,9 @@ namespace moe::cuda {
 constexpr int kMmaTileRows = 128;
 // Stage 1's outputs per column block of the wgmma kernel (128 weight rows: 64 gate and 64 up rows).
 constexpr int kStage1BlockOutputs = 64;
+// The swapped wgmma kernel's consumer warps (two warpgroups), each of which arrives on its tile's count after
+// its stores (MmaKernelArgs::tile_ready).
+constexpr int kSwapConsumerWarps = 8;
 
 // The stage-1 column blocks [begin, end) that hold 128-wide group j of h, whose grid starts `phase` (a
 // multiple of kStage1BlockOutputs) before output 0, of n_blocks in all: one or two. The wgmma kernel gives
@@ -40,10 +43,11 @@ struct MmaScratch {
   uint8_t* x_codes;  // fp8: [tokens, H] e4m3 codes of x
   float* x_scales;   // fp8: [tokens, ceil(H/128)]
   bool x_ready;  // fp8: the prologue wrote x_codes and x_scales this call (else stage 1 quantises x first)
-  uint8_t* h_codes;  // fp8: [pairs, P] e4m3 codes of h (rows of pairs that exist)
-  float* h_scales;   // fp8: [pairs, stage 2's K blocks]
-  int2* tiles;       // [max_tiles] (expert, first pair index) of each row tile
-  int* num_tiles;    // device scalar
+  uint8_t* h_codes;      // fp8: [pairs, P] e4m3 codes of h (rows of pairs that exist)
+  float* h_scales;       // fp8: [pairs, stage 2's K blocks]
+  int2* tiles;           // [max_tiles] (expert, first pair index) of each row tile
+  int* num_tiles;        // device scalar
+  unsigned* tile_ready;  // [max_tiles] (MmaKernelArgs::tile_ready), zeroed with the tile list
   int max_tiles;
 };
 
@@ -124,6 +128,15 @@ void set_grouped_gemm_swap_quantises_h(bool on);
 // 236.9 / 236.8. set_grouped_gemm_prefetch_steps overrides it. The same bits either way.
 int grouped_gemm_prefetch_steps();
 void set_grouped_gemm_prefetch_steps(int steps);
+// Whether the swapped kernel's stage 2 starts per tile (MmaKernelArgs::tile_ready): launched as stage 1
+// starts (programmatic dependent launch), its blocks take the SMs stage 1's blocks leave and each item waits
+// only for its own tile's h (stage 1's consumer warps arrive on a per-tile count after each run's stores),
+// not for the whole of stage 1, its launch and its set-up (session 41's batch-64 timeline: stage 1's tail
+// after its last copies 4.9 us, stage 2 launched 2.3 us after its last block, 2.3 more to its first request):
+// off unless MOE_WGMMA_TILE_READY=1 (session 42, not yet measured); set_grouped_gemm_tile_ready overrides it
+// (expert_mma.cu). The same bits either way.
+bool grouped_gemm_tile_ready();
+void set_grouped_gemm_tile_ready(bool on);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

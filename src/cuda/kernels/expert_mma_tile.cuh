@@ -58,6 +58,13 @@ struct MmaKernelArgs {
   // fp8 stage 1 of the swapped kernel launched while the grouping still runs (grouped_gemm_prefetch_steps):
   // the K steps of its block's probable first weight rows to bring into L2 before its wait; 0: none.
   int prefetch_steps;
+  // Stage 2 of the swapped kernel starting on the SMs stage 1's blocks leave (grouped_gemm_tile_ready): per
+  // tile of the list, stage 1's consumer warps each arrive once after every run's stores (release), and stage
+  // 2's copier waits (acquire) for tile_ready_target arrivals on an item's tile before reading its rows of h,
+  // instead of waiting for the whole of stage 1 to end. Zeroed with the tile list (the grouping or
+  // mma_tiles_kernel). Stage 1 arrives where tile_ready is set; stage 2 waits where the target is above 0.
+  unsigned* tile_ready;
+  int tile_ready_target;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

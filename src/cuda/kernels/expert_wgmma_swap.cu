@@ -7,7 +7,8 @@
 // tensor memory accelerator; bf16: cp.async) into a ring; warpgroups 1 and 2 multiply. Stage 1's weight tile
 // interleaves per 8 rows (rows 16q..16q+7 gate rows of outputs n0 + 8q + (0..7), the next 8 their up rows),
 // so each thread's two accumulator rows are the gate and up rows of one output; fp8 stage 1 can quantise h
-// itself (swap_h_quant.cuh). No split K, no atomics.
+// itself (swap_h_quant.cuh). Stage 2 may start per tile (tile_ready.cuh). No split K, no floating-point
+// atomics.
 #include <cuda.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "cuda/kernels/swap_gemm_store.cuh"
 #include "cuda/kernels/swap_h_quant.cuh"
 #include "cuda/kernels/swap_tile_loader.cuh"
+#include "cuda/kernels/tile_ready.cuh"
 #include "cuda/kernels/wgmma_cycles.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 #include "cuda/kernels/wgmma_sm90.cuh"
@@ -63,13 +65,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
     early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full);
   if (kFp8 && kStage == 1 && a.prefetch_steps > 0 && wg == 0) prefetch_first_item_rows(a, n_blocks, tid);
-  overlapped_start(overlapped, trigger);
+  // Stage 2 per tile: launched as stage 1's blocks started (after their own wait, so the grouping's tile list
+  // is final), it waits for each item's tile instead of the whole of stage 1; its blocks still end only after
+  // stage 1 has (the programmatic wait at the end), so its successors find both stages done.
+  const bool tile_wait = kStage == 2 && a.tile_ready_target > 0;
+  overlapped_start(overlapped && !tile_wait, trigger);
   if (overlapped) timeline.waited();
   // Runs of column blocks (run_of): one block each, or with h quantised one 128-wide group of h.
   const bool quantise_h = kFp8 && kStage == 1 && a.h_codes;
   const int n_runs = quantise_h ? a.h_groups : n_blocks;
   const int runs = *a.num_tiles * n_runs;
-  if (static_cast<int>(blockIdx.x) >= runs) return;
+  if (static_cast<int>(blockIdx.x) >= runs) {
+    if (tile_wait) pdl_wait();
+    return;
+  }
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
@@ -92,6 +101,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (kFp8 && tid == 0 && ring >= early)
             request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
           if (ring == 0) timeline.mark(0);
+          // The item's weights are on their way; its rows of h only once its tile's stage-1 runs are done.
+          if (tile_wait && step == 0) tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, lane);
           cycles.mark(kCyTensorCopy);
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);
@@ -99,6 +110,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     cp_async_wait<0>();
+    if (tile_wait && tid == 0) pdl_wait();
     if (tid < 32) cycles.flush(cycle_table<kCySwapKernel>(), kStage, 8);
     timeline.mark(1);
 #ifdef MOE_KERNEL_TIMELINE
@@ -176,6 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (cw == 0 && wq == 0 && gid == 0)
         store_swap_h_scales<kN>(a, w.m0, w.m_end, run.group, tig, ids.id, scale);
     }
+    if (kStage == 1 && a.tile_ready) tile_ready_arrive(a.tile_ready + run.tile, lane);
   }
   cycles.mark(kCyEpilogue);
   cycles.flush(cycle_table<kCySwapKernel>(), kStage, 4 * cw + wq);
@@ -205,10 +218,13 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
     w_map =
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
   // Launched overlapped (programmatic dependent launch) when asked, or to prefetch (stage 1), which waits for
-  // the grouping but lets stage 2 launch only as it ends.
-  const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0;
+  // the grouping but lets stage 2 launch only as it ends, or as stage 2 per tile. Stage 1 with tile counts
+  // lets stage 2 launch as its blocks start (stage 2's blocks then take the SMs stage 1's leave; all of stage
+  // 1's blocks are resident by then, so none of stage 2's waits on a block that cannot run).
+  const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0 || k.tile_ready_target > 0;
+  const bool trigger = grouped_gemm_overlapped() || (kStage == 1 && k.tile_ready);
   launch_overlapped_if(overlapped, kernel, dim3(std::min(max_tiles * n_blocks, sm_count())), dim3(kThreads),
-                       smem, stream, k, n_blocks, w_map, gate_up_box, overlapped, grouped_gemm_overlapped(),
+                       smem, stream, k, n_blocks, w_map, gate_up_box, overlapped, trigger,
                        grouped_gemm_early_weights());
 }
 

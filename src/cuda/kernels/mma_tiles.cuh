@@ -1,7 +1,8 @@
 #pragma once
 // The work list of a grouped GEMM: every active expert's sorted pairs cut into tiles of kRows, listed as
 // (expert, first pair index) in the order of `active`. One block of up to 1024 threads (E <= 1024), one
-// active expert per thread, a block-wide exclusive scan of the tile counts.
+// active expert per thread, a block-wide exclusive scan of the tile counts. Each tile's count in tile_ready
+// (where set: MmaKernelArgs::tile_ready) is zeroed with it.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -13,7 +14,7 @@ constexpr int kTileListThreads = 1024;
 
 template <int kRows>
 __global__ void __launch_bounds__(kTileListThreads)
-    mma_tiles_kernel(GroupingDev g, int2* tiles, int* num_tiles) {
+    mma_tiles_kernel(GroupingDev g, int2* tiles, int* num_tiles, unsigned* tile_ready) {
   __shared__ int warp_totals[kTileListThreads / 32];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   const int n = *g.num_active;
@@ -40,7 +41,10 @@ __global__ void __launch_bounds__(kTileListThreads)
   }
   __syncthreads();
   const int first = (warp > 0 ? warp_totals[warp - 1] : 0) + incl - count;
-  for (int i = 0; i < count; ++i) tiles[first + i] = make_int2(expert, begin + i * kRows);
+  for (int i = 0; i < count; ++i) {
+    tiles[first + i] = make_int2(expert, begin + i * kRows);
+    if (tile_ready) tile_ready[first + i] = 0;
+  }
   if (t == kTileListThreads - 1) *num_tiles = warp_totals[31];
 }
 
