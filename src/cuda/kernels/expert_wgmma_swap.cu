@@ -88,7 +88,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
       for (int cb = run.begin; cb < run.end; ++cb) {
         cycles.mark(kCyIssue);
-        const WorkItem w = work_item<kStage>(a, run.tile, cb);
+        // Stage 2 per tile: the item's rows of h are read only once its tile's stage-1 runs are done. The
+        // count's acquire load goes out while the tile's entry is on its way, so a tile already done costs no
+        // round trip of its own.
+        const int2 entry = a.tiles[run.tile];
+        if (tile_wait) tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, lane);
+        const WorkItem w = work_item_of<kStage>(a, entry, cb);
         const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0,
                                                       load_item_rows<kN>(a, w.m0, w.m_end, tid), tid);
         cycles.mark(kCyItemSetUp);
@@ -101,8 +106,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (kFp8 && tid == 0 && ring >= early)
             request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
           if (ring == 0) timeline.mark(0);
-          // The item's weights are on their way; its rows of h only once its tile's stage-1 runs are done.
-          if (tile_wait && step == 0) tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, lane);
           cycles.mark(kCyTensorCopy);
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);

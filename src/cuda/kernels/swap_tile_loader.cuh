@@ -155,10 +155,14 @@ struct WorkItem {
 
 // Item (tile, column block cb): the tile's expert, first pair and the expert's end, cb's first output
 // (stage 1: of h; stage 2: of y).
+// work_item_of takes the tile's entry already read (the copier waits on its tile's count meanwhile).
+template <int kStage>
+__device__ __forceinline__ WorkItem work_item_of(const MmaKernelArgs& a, int2 tile, int cb) {
+  return {tile.x, tile.y, a.offsets[tile.x + 1], cb * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
+}
 template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int cb) {
-  const int2 tile = a.tiles[tile_index];
-  return {tile.x, tile.y, a.offsets[tile.x + 1], cb * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
+  return work_item_of<kStage>(a, a.tiles[tile_index], cb);
 }
 
 }  // namespace moe::cuda::swap_gemm
