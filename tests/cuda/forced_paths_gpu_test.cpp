@@ -342,8 +342,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8),
              overlapped_default = cuda::grouped_gemm_overlapped(),
              early_weights_default = cuda::grouped_gemm_early_weights(),
-             swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h(),
-             tile_ready_default = cuda::grouped_gemm_tile_ready();
+             swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
+  const int tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
@@ -413,7 +413,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
-    cuda::set_grouped_gemm_tile_ready(kernel.tile_ready);
+    cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -481,7 +481,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // swapped stage 2 per tile, whose counts each list's writer zeroes.
   const bool lists_tiles_default = cuda::grouping_lists_tiles();
   for (const bool tile_ready : {false, true}) {
-    cuda::set_grouped_gemm_tile_ready(tile_ready);
+    cuda::set_grouped_gemm_tile_ready(tile_ready ? 1 : 0);
     for (int M : {1, 5, 40, 80, 130, kM}) {
       cuda::set_grouping_lists_tiles(true);
       const std::vector<float> listed = run(layer, ws, g, M, path),

@@ -75,7 +75,10 @@ __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, 
       a.tiles[first + i] = make_int2(e, start + i * a.tile_rows);
       if (a.tile_ready) a.tile_ready[first + i] = 0;
     }
-    if (e == 0) *a.num_tiles = tiles_total;
+    if (e == 0) {
+      *a.num_tiles = tiles_total;
+      if (a.tile_ready) a.tile_ready[tiles_total] = 0;  // the done count (MmaKernelArgs::tile_ready)
+    }
   }
   return start;
 }

@@ -208,8 +208,9 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   // Stage 2 per tile (the swapped kernel, stage 2 right after stage 1: fp8 with h quantised by stage 1, not
   // by fp8_rows between them): stage 1's 8 consumer warps arrive once per run, a run being a 128-wide group
   // of h where stage 1 quantises it, else one 64-output column block.
-  const bool tile_ready =
-      pair_tile < kBM && s.tile_ready && grouped_gemm_tile_ready() && (!kFp8 || k.h_codes);
+  const int stage2_steps = kFp8 ? (P + g.w.phase + 127) / 128 : (P + 63) / 64;
+  const bool tile_ready = pair_tile < kBM && s.tile_ready && grouped_gemm_tile_ready() > 0 &&
+                          stage2_steps >= grouped_gemm_tile_ready() && (!kFp8 || k.h_codes);
   const int stage1_runs = k.h_codes ? k.h_groups : (P + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
   k.tile_ready = tile_ready ? s.tile_ready : nullptr;
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
@@ -263,7 +264,7 @@ EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 // measured faster (expert_mma.h).
 EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
 // Session 42: the swapped stage 2 per tile (grouped_gemm_tile_ready), off until measured.
-EnvSwitch tile_ready_switch("MOE_WGMMA_TILE_READY", false);
+EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 0, 0, 1 << 20);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -342,12 +343,12 @@ void set_grouped_gemm_prefetch_steps(int steps) {
   prefetch_steps_setting.set(steps);
 }
 
-bool grouped_gemm_tile_ready() {
-  return tile_ready_switch.get();
+int grouped_gemm_tile_ready() {
+  return tile_ready_setting.get();
 }
 
-void set_grouped_gemm_tile_ready(bool on) {
-  tile_ready_switch.set(on);
+void set_grouped_gemm_tile_ready(int min_steps) {
+  tile_ready_setting.set(min_steps);
 }
 
 bool grouped_gemm_swap_quantises_h() {

@@ -133,10 +133,10 @@ void set_grouped_gemm_prefetch_steps(int steps);
 // only for its own tile's h (stage 1's consumer warps arrive on a per-tile count after each run's stores),
 // not for the whole of stage 1, its launch and its set-up (session 41's batch-64 timeline: stage 1's tail
 // after its last copies 4.9 us, stage 2 launched 2.3 us after its last block, 2.3 more to its first request):
-// off unless MOE_WGMMA_TILE_READY=1 (session 42, not yet measured); set_grouped_gemm_tile_ready overrides it
-// (expert_mma.cu). The same bits either way.
-bool grouped_gemm_tile_ready();
-void set_grouped_gemm_tile_ready(bool on);
+// off unless MOE_WGMMA_TILE_READY=N > 0, then where stage 2 takes at least N K steps (session 42, being
+// measured); set_grouped_gemm_tile_ready overrides it (expert_mma.cu). The same bits either way.
+int grouped_gemm_tile_ready();
+void set_grouped_gemm_tile_ready(int min_steps);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output

@@ -61,10 +61,12 @@ struct MmaKernelArgs {
   // Stage 2 of the swapped kernel starting on the SMs stage 1's blocks leave (grouped_gemm_tile_ready): per
   // tile of the list, stage 1's consumer warps each arrive once after every run's stores (release), and stage
   // 2's copier waits (acquire) for tile_ready_target arrivals on an item's tile before reading its rows of h,
-  // instead of waiting for the whole of stage 1 to end. Zeroed with the tile list (the grouping or
+  // instead of waiting for the whole of stage 1 to end; the count after the tiles' (tile_ready[num_tiles])
+  // takes each stage-1 consumer warp's arrival once it has no run left, and a stage-2 copier warp that finds
+  // it at tile_ready_done_target stops asking (tile_ready.cuh). Zeroed with the tile list (the grouping or
   // mma_tiles_kernel). Stage 1 arrives where tile_ready is set; stage 2 waits where the target is above 0.
   unsigned* tile_ready;
-  int tile_ready_target;
+  int tile_ready_target, tile_ready_done_target;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

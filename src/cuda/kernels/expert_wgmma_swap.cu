@@ -74,8 +74,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Runs of column blocks (run_of): one block each, or with h quantised one 128-wide group of h.
   const bool quantise_h = kFp8 && kStage == 1 && a.h_codes;
   const int n_runs = quantise_h ? a.h_groups : n_blocks;
-  const int runs = *a.num_tiles * n_runs;
+  const int tiles = *a.num_tiles, runs = tiles * n_runs;
+  unsigned* const done = a.tile_ready ? a.tile_ready + tiles : nullptr;  // (stage 1's arrivals: its warps')
   if (static_cast<int>(blockIdx.x) >= runs) {
+    if (kStage == 1 && done && wg > 0) tile_ready_arrive(done, lane);  // no run: done from the start
     if (tile_wait) pdl_wait();
     return;
   }
@@ -84,6 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kCopierRegs));
     Cycles cycles;
     int ring = 0;
+    bool stage1_done = !tile_wait;  // (per warp: tile_ready_wait's answer is the warp's)
     for (int r = blockIdx.x; r < runs; r += gridDim.x) {
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
       for (int cb = run.begin; cb < run.end; ++cb) {
@@ -92,7 +95,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // count's acquire load goes out while the tile's entry is on its way, so a tile already done costs no
         // round trip of its own.
         const int2 entry = a.tiles[run.tile];
-        if (tile_wait) tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, lane);
+        if (!stage1_done)
+          stage1_done = tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, done,
+                                        a.tile_ready_done_target, lane);
         const WorkItem w = work_item_of<kStage>(a, entry, cb);
         const SwapTileLoader<kFp8, kStage, kN> loader(a, w.e, w.m0, w.m_end, w.n0,
                                                       load_item_rows<kN>(a, w.m0, w.m_end, tid), tid);
@@ -193,6 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (kStage == 1 && a.tile_ready) tile_ready_arrive(a.tile_ready + run.tile, lane);
   }
+  if (kStage == 1 && done) tile_ready_arrive(done, lane);
   cycles.mark(kCyEpilogue);
   cycles.flush(cycle_table<kCySwapKernel>(), kStage, 4 * cw + wq);
 #ifdef MOE_KERNEL_TIMELINE
@@ -203,11 +209,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// A stage's column blocks (of its outputs: h's for stage 1, y's for stage 2) and its grid: a block per SM, or
+// fewer where there are fewer work items.
+int column_blocks(const MmaKernelArgs& k, int stage) {
+  const int out = stage == 1 ? k.w.inter : k.w.hidden, per_block = stage == 1 ? kWeightRows / 2 : kWeightRows;
+  return (out + per_block - 1) / per_block;
+}
+int grid_blocks(const MmaKernelArgs& k, int stage, int max_tiles) {
+  return std::min(max_tiles * column_blocks(k, stage), sm_count());
+}
+
 template <bool kFp8, int kStage, int kN>
-void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
-  const int out = kStage == 1 ? k.w.inter : k.w.hidden,
-            per_block = kStage == 1 ? kWeightRows / 2 : kWeightRows;
-  const int n_blocks = (out + per_block - 1) / per_block;
+void launch(MmaKernelArgs k, int max_tiles, cudaStream_t stream) {
+  const int n_blocks = column_blocks(k, kStage);
   constexpr int smem = kStages<kN> * slot_bytes<kN>() + kSwizzleAlign;
   auto kernel = expert_wgmma_swap_kernel<kFp8, kStage, kN>;
   MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -226,8 +240,11 @@ void launch(const MmaKernelArgs& k, int max_tiles, cudaStream_t stream) {
   // 1's blocks are resident by then, so none of stage 2's waits on a block that cannot run).
   const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0 || k.tile_ready_target > 0;
   const bool trigger = grouped_gemm_overlapped() || (kStage == 1 && k.tile_ready);
-  launch_overlapped_if(overlapped, kernel, dim3(std::min(max_tiles * n_blocks, sm_count())), dim3(kThreads),
-                       smem, stream, k, n_blocks, w_map, gate_up_box, overlapped, trigger,
+  // Stage 1's consumer warps each arrive on the done count once.
+  if (kStage == 2 && k.tile_ready_target > 0)
+    k.tile_ready_done_target = kSwapConsumerWarps * grid_blocks(k, 1, max_tiles);
+  launch_overlapped_if(overlapped, kernel, dim3(grid_blocks(k, kStage, max_tiles)), dim3(kThreads), smem,
+                       stream, k, n_blocks, w_map, gate_up_box, overlapped, trigger,
                        grouped_gemm_early_weights());
 }
 

@@ -2,7 +2,7 @@
 // The work list of a grouped GEMM: every active expert's sorted pairs cut into tiles of kRows, listed as
 // (expert, first pair index) in the order of `active`. One block of up to 1024 threads (E <= 1024), one
 // active expert per thread, a block-wide exclusive scan of the tile counts. Each tile's count in tile_ready
-// (where set: MmaKernelArgs::tile_ready) is zeroed with it.
+// (where set: MmaKernelArgs::tile_ready) is zeroed with it, and the done count after the last tile's.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -45,7 +45,10 @@ __global__ void __launch_bounds__(kTileListThreads)
     tiles[first + i] = make_int2(expert, begin + i * kRows);
     if (tile_ready) tile_ready[first + i] = 0;
   }
-  if (t == kTileListThreads - 1) *num_tiles = warp_totals[31];
+  if (t == kTileListThreads - 1) {
+    *num_tiles = warp_totals[31];
+    if (tile_ready) tile_ready[warp_totals[31]] = 0;
+  }
 }
 
 }  // namespace moe::cuda

@@ -1,9 +1,11 @@
 #pragma once
 // The swapped grouped GEMM's stage boundary per tile (MmaKernelArgs::tile_ready): stage 1's consumer warps
-// each arrive on a tile's count after a run's stores of its h, and stage 2's copier warps wait for the count
-// before their first reads of an item's rows of h. A warp, not the block, is the unit on both sides: the
-// warp barrier orders its lanes' stores before lane 0's release, and lane 0's acquire before its lanes' reads
-// (cp.async of h's rows and scales, generic-proxy reads), so neither side stops its whole block.
+// each arrive on a tile's count after a run's stores of its h, and on the "done" count (the one after the
+// tiles') once they have no run left; stage 2's copier warps wait for an item's tile count before their
+// first reads of its rows of h, until they see the done count complete, after which nothing is left to wait
+// for. A warp, not the block, is the unit on both sides: the warp barrier orders its lanes' stores before
+// lane 0's release, and lane 0's acquire before its lanes' reads (cp.async of h's rows and scales,
+// generic-proxy reads), so neither side stops its whole block.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/chain_count.cuh"
@@ -16,16 +18,37 @@ __device__ __forceinline__ void tile_ready_arrive(unsigned* count, int lane) {
   if (lane == 0) count_arrive(count);
 }
 
-// Over two seconds means a stage-1 run never arrived: trap rather than hang.
-__device__ __forceinline__ void tile_ready_wait(const unsigned* count, unsigned target, int lane) {
+__device__ __forceinline__ unsigned load_relaxed_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Waits for `target` arrivals on `count` or `done_target` on `done`; returns (to every lane) whether `done`
+// was complete, so the warp stops asking. Both loads go out together: the done count's relaxed, then the
+// tile's acquire; a complete done count is made an acquire by a fence, once per warp. Over two seconds means
+// a stage-1 run never arrived: trap rather than hang.
+__device__ __forceinline__ bool tile_ready_wait(const unsigned* count, unsigned target, const unsigned* done,
+                                                unsigned done_target, int lane) {
+  int all = 0;
   if (lane == 0) {
     const unsigned long long t0 = globaltimer();
-    for (int spin = 0; load_acquire_gpu(count) < target; ++spin) {
+    for (int spin = 0;; ++spin) {
+      const unsigned d = load_relaxed_gpu(done);
+      const unsigned c = load_acquire_gpu(count);
+      if (d >= done_target) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        all = 1;
+        break;
+      }
+      if (c >= target) break;
       __nanosleep(64);
       if ((spin & 1023) == 1023 && globaltimer() - t0 > 2000000000ull) __trap();
     }
   }
-  __syncwarp();
+  all = __shfl_sync(0xffffffffu, all, 0);
+  __syncwarp();  // (the memory order of lane 0's acquire for the other lanes' reads: the shuffle gives none)
+  return all != 0;
 }
 
 }  // namespace moe::cuda
