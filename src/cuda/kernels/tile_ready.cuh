@@ -1,6 +1,7 @@
 #pragma once
 // The swapped grouped GEMM's stage boundary per tile (MmaKernelArgs::tile_ready): stage 1's consumer warps
-// each arrive on a tile's count after a run's stores of its h, and on the "done" count (the one after the
+// each arrive on a tile's count after a run's stores of its h (the kernel defers it past the warp's next
+// run's K steps, so the release does not wait on those stores), and on the "done" count (the one after the
 // tiles') once they have no run left; stage 2's copier warps wait for an item's tile count before their
 // first reads of its rows of h, until they see the done count complete, after which nothing is left to wait
 // for. A warp, not the block, is the unit on both sides: the warp barrier orders its lanes' stores before
