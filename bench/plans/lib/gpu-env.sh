@@ -43,10 +43,13 @@
 #                              them runs; clocks_stop prints their spread over the samples with the SMs busy
 #   swap_gemm_ncu MOE RES      ncu's time and DRAM bytes of the swapped grouped GEMM's launches (Qwen3-30B-A3B,
 #                              64 and 256 tokens), fp8 then bf16, into $R/swap-gemm-ncu-FORMAT.log
-#   wgmma_cycles MOE VAR "V1 V2.." M,M..
-#                              a MOE_WGMMA_CYCLES measuring build's grouped-GEMM cycle accounting (Qwen3-30B-
-#                              A3B fp8), one bench per M and VAR value (the report sums a whole bench), into
-#                              $R/cycles-mM-VAR-V.log; prints each kernel's per-step rows
+#   wgmma_cycles MOE VAR "V1 V2.." M,M.. [SHAPE]
+#                              a MOE_WGMMA_CYCLES measuring build's grouped-GEMM cycle accounting (SHAPE, default
+#                              Qwen3-30B-A3B, fp8), one bench per M and VAR value (the report sums a whole
+#                              bench), into $R/cycles-[SHAPE-]mM-VAR-V.log; prints each kernel's per-step rows
+#   stop_on_fault VAR=V..      after grouped_forced_paths: if it failed or faulted, compute-sanitizer on `moe
+#                              bench` (Qwen3-30B-A3B fp8, 64 tokens) with VAR=V.. set, into $R/sanitizer.log
+#                              (prints it), and success, so a plan can stop: stop_on_fault X=1 && exit 0
 #   swap_ab_timeline MOE M..   a MOE_SWAP_AB_TIMELINE measuring build's swap-AB phases (Qwen3-30B-A3B fp8) at
 #                              each M into $R/swtl-mM.log
 #   quick_gpu_check BIN [RES]  scripts/gpu-check without the TP CLI and the experiments into $R/gc, capped by
@@ -285,17 +288,29 @@ swap_ab_timeline() {
   done
 }
 wgmma_cycles() {
-  local moe=$1 var=$2 values=$3 m v
+  local moe=$1 var=$2 values=$3 shape=${5:-qwen3-30b-a3b} m v log
   for m in ${4//,/ }; do
     for v in $values; do
       [ "$(cap 25 20)" -lt 25 ] && return
-      env "$var=$v" timeout "$(cap 30 20)" "$moe" bench --shapes qwen3-30b-a3b --formats fp8_block --M "$m" \
-        > "$R/cycles-m$m-$var-$v.log" 2>&1
-      echo "wgmma cycles M=$m $var=$v rc $?"
-      grep -E "cycles \(|stage [12] (consumers|copier)" "$R/cycles-m$m-$var-$v.log" | head -10
+      log=$R/cycles-m$m-$var-$v.log
+      [ "$shape" = qwen3-30b-a3b ] || log=$R/cycles-$shape-m$m-$var-$v.log
+      env "$var=$v" timeout "$(cap 30 20)" "$moe" bench --shapes "$shape" --formats fp8_block --M "$m" \
+        > "$log" 2>&1
+      echo "wgmma cycles $shape M=$m $var=$v rc $?"
+      grep -E "cycles \(|stage [12] (consumers|copier)" "$log" | head -10
       pack
     done
   done
+}
+stop_on_fault() {
+  grep -qE "^\[  FAILED|exception|illegal|trap" $R/forced-paths.log || return 1
+  local san
+  san=$(find /usr/local/cuda/ /usr/local/cuda-1*/ /opt -name compute-sanitizer -type f 2>/dev/null | head -1)
+  env "$@" timeout "$(cap 120 5)" "${san:-compute-sanitizer}" --print-limit 4 $B/moe bench \
+    --shapes qwen3-30b-a3b --formats fp8_block --M 64 > $R/sanitizer.log 2>&1
+  echo "sanitizer rc $? ($san)"
+  grep -vE "^moe: no tuned" $R/sanitizer.log | head -40
+  pack
 }
 start_plan() {
   unpack_carry "$1" /tmp/carry || return 1

@@ -15,15 +15,7 @@ grep -q H200 $R/gpu.txt && [ "${GC_ON_H200:-1}" = 1 ] && quick_gpu_check $B 330 
 grouped_forced_paths 90 "$(cap 400)"
 echo "tile ready rows: $(grep -E 'tile ready' $R/forced-paths.log | grep -c PASS) PASS"
 grep -E "tile ready" $R/forced-paths.log | grep -vE "PASS|equal" | head -5
-if grep -qE "^\[  FAILED|exception|illegal|trap" $R/forced-paths.log; then
-  san=$(find /usr/local/cuda/ /usr/local/cuda-1*/ /opt -name compute-sanitizer -type f 2>/dev/null | head -1)
-  env MOE_WGMMA_TILE_READY=1 timeout "$(cap 120 5)" "${san:-compute-sanitizer}" --print-limit 4 $B/moe bench \
-    --shapes qwen3-30b-a3b --formats fp8_block --M 64 > $R/sanitizer.log 2>&1
-  echo "sanitizer rc $? ($san)"
-  grep -vE "^moe: no tuned" $R/sanitizer.log | head -40
-  pack
-  exit 0
-fi
+stop_on_fault MOE_WGMMA_TILE_READY=1 && exit 0
 env MOE_WGMMA_TILE_READY=1 timeout "$(cap 150 250)" $B/cuda_fused_moe_test --gtest_color=no \
   > $R/fused-moe-tile-ready.log 2>&1
 echo "cuda_fused_moe_test with tile ready rc $? t=$(el)"

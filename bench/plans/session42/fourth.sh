@@ -20,7 +20,7 @@ clocks_stop
 pack
 grouped_forced_paths 60 "$(cap 300)"
 echo "tile ready rows: $(grep -E 'tile ready' $R/forced-paths.log | grep -cE 'PASS|equal') PASS"
-grep -qE "^\[  FAILED|exception|illegal|trap" $R/forced-paths.log && exit 0
+stop_on_fault MOE_WGMMA_TILE_READY=1 && exit 0
 # On where it loses nowhere: every shape, format and M with on's mean at most 0.5 % above off's, one 1 % below.
 winner=$(awk 'NF >= 12 && index($11, "MOE_WGMMA_TILE_READY=") == 1 { k = $1 " " $2 " " $3; v = substr($11, 22)
     if (v == "0") { a[k] += $4; na[k]++ } else if (v == "1") { b[k] += $4; nb[k]++ } }
@@ -29,14 +29,7 @@ winner=$(awk 'NF >= 12 && index($11, "MOE_WGMMA_TILE_READY=") == 1 { k = $1 " " 
           if (r < 0.99) gain = 1 }
         print (ok && gain) ? 1 : 0 }' $R/tr-ab.log)
 echo "tile ready winner: $winner"
-for v in 0 1; do
-  [ "${CYCLES_M256:-1}" = 1 ] && [ "$(cap 40 300)" -ge 30 ] || break
-  MOE_WGMMA_TILE_READY=$v timeout "$(cap 40 300)" /tmp/carry/bin/moe-cycles bench --shapes deepseek-v3 \
-    --formats fp8_block --M 256 > "$R/cycles-dsv3-m256-tr$v.log" 2>&1
-  echo "cycles deepseek-v3 M=256 tile ready $v rc $?"
-  grep -E "stage [12] (consumers|copier)" "$R/cycles-dsv3-m256-tr$v.log" | tail -4
-  pack
-done
+[ "${CYCLES_M256:-1}" = 1 ] && wgmma_cycles /tmp/carry/bin/moe-cycles MOE_WGMMA_TILE_READY "0 1" 256 deepseek-v3
 # The gpu-check with it on either way: its GPU tests then run every path with stage 2 per tile.
 export MOE_WGMMA_TILE_READY=1
 echo "quick gpu-check with MOE_WGMMA_TILE_READY=$MOE_WGMMA_TILE_READY"

@@ -14,15 +14,7 @@ tar -C /tmp/carry -xJf "${CYCLES:-.carry/s42b-cycles.tar.xz}" || echo "no cycles
 grouped_forced_paths 90 "$(cap 400)"
 echo "tile ready rows: $(grep -E 'tile ready' $R/forced-paths.log | grep -cE 'PASS|equal') PASS"
 grep -E "tile ready" $R/forced-paths.log | grep -vE "PASS|equal" | head -5
-if grep -qE "^\[  FAILED|exception|illegal|trap" $R/forced-paths.log; then
-  san=$(find /usr/local/cuda/ /usr/local/cuda-1*/ /opt -name compute-sanitizer -type f 2>/dev/null | head -1)
-  env MOE_WGMMA_TILE_READY=1 timeout "$(cap 120 5)" "${san:-compute-sanitizer}" --print-limit 4 $B/moe bench \
-    --shapes qwen3-30b-a3b --formats fp8_block --M 64 > $R/sanitizer.log 2>&1
-  echo "sanitizer rc $? ($san)"
-  grep -vE "^moe: no tuned" $R/sanitizer.log | head -40
-  pack
-  exit 0
-fi
+stop_on_fault MOE_WGMMA_TILE_READY=1 && exit 0
 env MOE_WGMMA_TILE_READY=1 timeout "$(cap 150 250)" $B/cuda_fused_moe_test --gtest_color=no \
   > $R/fused-moe-tile-ready.log 2>&1
 echo "cuda_fused_moe_test with tile ready rc $? t=$(el)"
@@ -50,12 +42,5 @@ done | tee $R/tile-ready-decode.log
 clocks_stop
 pack
 # The cycles a step (copier and consumers) on DeepSeek-V3 TP8 at 64 tokens, off and on.
-for v in 0 1; do
-  [ "$(cap 25 5)" -lt 25 ] && break
-  MOE_WGMMA_TILE_READY=$v timeout "$(cap 30 5)" /tmp/carry/bin/moe-cycles bench --shapes deepseek-v3-tp8 \
-    --formats fp8_block --M 64 > "$R/cycles-dsv3tp8-m64-tr$v.log" 2>&1
-  echo "cycles deepseek-v3-tp8 M=64 tile ready $v rc $?"
-  grep -E "cycles \(|stage [12] (consumers|copier)" "$R/cycles-dsv3tp8-m64-tr$v.log" | head -10
-  pack
-done
+wgmma_cycles /tmp/carry/bin/moe-cycles MOE_WGMMA_TILE_READY "0 1" 64 deepseek-v3-tp8
 echo "done t=$(el)"

@@ -17,12 +17,5 @@ pack
 bench_ab $R/qwen-big-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe --shapes qwen3-30b-a3b,qwen3-next-80b-a3b \
   --formats fp8_block --M 512,768
 pack
-for v in 0 1; do
-  [ "$(cap 40 5)" -lt 30 ] && break
-  MOE_WGMMA_TILE_READY=$v timeout "$(cap 40 5)" /tmp/carry/bin/moe-cycles bench --shapes deepseek-v3 \
-    --formats fp8_block --M 256 > "$R/cycles-dsv3-m256-tr$v.log" 2>&1
-  echo "cycles deepseek-v3 M=256 tile ready $v rc $?"
-  grep -E "cycles \(|stage [12] (consumers|copier)" "$R/cycles-dsv3-m256-tr$v.log" | head -10
-  pack
-done
+wgmma_cycles /tmp/carry/bin/moe-cycles MOE_WGMMA_TILE_READY "0 1" 256 deepseek-v3
 echo "done t=$(el)"
