@@ -1,8 +1,8 @@
 // The grouped GEMM's host-side plan (no GPU): the stage-1 column blocks that one block takes per 128-wide
 // group of h when the wgmma kernel quantises h (they must partition the blocks and hold exactly the group's
 // outputs, at every TP phase it takes), the swapped kernel's pair tile by the mean pairs per expert, the
-// swap-AB launches' row tiles per block, the order of the swap-AB warps' L2 requests ahead, and Auto's
-// threshold between the swap-AB stages and the grouped GEMM.
+// swap-AB launches' row tiles per block, the order of the swap-AB warps' L2 requests ahead, Auto's
+// threshold between the swap-AB stages and the grouped GEMM, and where stage 2 starts per tile.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +16,23 @@
 
 namespace moe::cuda {
 namespace {
+
+// Stage 2 per tile (tile_ready_target): only the swapped kernel, only where stage 2 reads what stage 1 wrote
+// (fp8: stage 1 quantising h, not fp8_rows after it), only from the set number of stage-2 K steps; the count
+// is every stage-1 consumer warp's arrival per run of a tile.
+TEST(TileReadyTarget, OnlyWhereStage2FollowsTheSwappedStage1) {
+  // Qwen3-30B-A3B fp8 at 64 tokens: 16-pair tiles, h quantised by stage 1 (6 groups: 6 runs a tile), 6 K
+  // steps.
+  EXPECT_EQ(tile_ready_target(16, true, true, 6, 6, 1), 8 * 6);
+  EXPECT_EQ(tile_ready_target(16, true, true, 6, 6, 6), 8 * 6);
+  EXPECT_EQ(tile_ready_target(16, true, true, 6, 6, 7), 0) << "fewer K steps than asked";
+  EXPECT_EQ(tile_ready_target(16, true, true, 6, 6, 0), 0) << "off";
+  EXPECT_EQ(tile_ready_target(16, true, false, 6, 12, 1), 0) << "fp8_rows between the stages";
+  EXPECT_EQ(tile_ready_target(kMmaTileRows, true, true, 6, 6, 1), 0) << "the 128-pair kernel";
+  // bf16: stage 1 writes h itself (12 column blocks of 64 outputs: 12 runs a tile), 12 K steps of 64.
+  EXPECT_EQ(tile_ready_target(32, false, false, 12, 12, 1), 8 * 12);
+  EXPECT_EQ(tile_ready_target(64, false, false, 12, 12, 13), 0);
+}
 
 // The crossovers sessions 28 and 32 measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW): per shape
 // and format, the most tokens at which the swap-AB stages were faster and the fewest at which the grouped

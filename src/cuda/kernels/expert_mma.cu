@@ -205,14 +205,15 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a_rows = tokens;
     k.steps = (H + 63) / 64;
   }
-  // Stage 2 per tile (the swapped kernel, stage 2 right after stage 1: fp8 with h quantised by stage 1, not
-  // by fp8_rows between them): stage 1's 8 consumer warps arrive once per run, a run being a 128-wide group
-  // of h where stage 1 quantises it, else one 64-output column block.
+  // Stage 2 per tile where tile_ready_target says so; a stage-1 run is a 128-wide group of h where stage 1
+  // quantises it, else one 64-output column block.
   const int stage2_steps = kFp8 ? (P + g.w.phase + 127) / 128 : (P + 63) / 64;
-  const bool tile_ready = pair_tile < kBM && s.tile_ready && grouped_gemm_tile_ready() > 0 &&
-                          stage2_steps >= grouped_gemm_tile_ready() && (!kFp8 || k.h_codes);
   const int stage1_runs = k.h_codes ? k.h_groups : (P + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
-  k.tile_ready = tile_ready ? s.tile_ready : nullptr;
+  const int ready_target = s.tile_ready
+                               ? tile_ready_target(pair_tile, kFp8, k.h_codes != nullptr, stage2_steps,
+                                                   stage1_runs, grouped_gemm_tile_ready())
+                               : 0;
+  k.tile_ready = ready_target > 0 ? s.tile_ready : nullptr;
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
 
   // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8), or by sorted
@@ -221,7 +222,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.a_div = k.h_by_position ? 0 : 1;
   k.h_by_position = 0;
   k.prefetch_steps = 0;
-  k.tile_ready_target = tile_ready ? kSwapConsumerWarps * stage1_runs : 0;
+  k.tile_ready_target = ready_target;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = (P + g.w.phase + 127) / 128;
@@ -349,6 +350,13 @@ int grouped_gemm_tile_ready() {
 
 void set_grouped_gemm_tile_ready(int min_steps) {
   tile_ready_setting.set(min_steps);
+}
+
+int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,
+                      int min_steps) {
+  const bool applies =
+      pair_tile < kBM && (!fp8 || stage1_quantises_h) && min_steps > 0 && stage2_steps >= min_steps;
+  return applies ? kSwapConsumerWarps * stage1_runs : 0;
 }
 
 bool grouped_gemm_swap_quantises_h() {

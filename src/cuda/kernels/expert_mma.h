@@ -140,6 +140,13 @@ void set_grouped_gemm_prefetch_steps(int steps);
 // measured, so off. set_grouped_gemm_tile_ready overrides it (expert_mma.cu). The same bits either way.
 int grouped_gemm_tile_ready();
 void set_grouped_gemm_tile_ready(int min_steps);
+// The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits
+// for the whole of stage 1: only the swapped kernel (pair_tile below kMmaTileRows), only where stage 2
+// follows stage 1 directly (bf16, or fp8 with h quantised by stage 1: no fp8_rows between them), only where
+// stage 2 takes at least min_steps K steps (min_steps 0: never). Stage 1's 8 consumer warps each arrive once
+// per run (stage1_runs per tile).
+int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,
+                      int min_steps);
 // Whether the driver refused the one-copy gate/up tensor map in this process (the kernels copy per box then).
 bool grouped_gemm_gate_up_box_refused();
 // Whether the wgmma kernel's consumers load the next work item's tile entry and expert end, and their output
