@@ -16,6 +16,13 @@ __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
   return v;
 }
 
+// A count read without ordering (an acquire follows where its value is acted on: tile_ready.cuh).
+__device__ __forceinline__ unsigned load_relaxed_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // One thread's arrival: a release of what it wrote before (and, after a block barrier, of what its block
 // wrote: the barrier orders the other threads' writes before it).
 __device__ __forceinline__ void count_arrive(unsigned* counter) {

@@ -206,7 +206,8 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.steps = (H + 63) / 64;
   }
   // Stage 2 per tile where tile_ready_target says so; a stage-1 run is a 128-wide group of h where stage 1
-  // quantises it, else one 64-output column block.
+  // quantises it, else one 64-output column block. Stage 2's K steps: fp8's are h's 1x128 groups in the
+  // rank's grid (its scales' count too), bf16's 64 elements each.
   const int stage2_steps = kFp8 ? (P + g.w.phase + 127) / 128 : (P + 63) / 64;
   const int stage1_runs = k.h_codes ? k.h_groups : (P + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
   const int ready_target = s.tile_ready
@@ -225,7 +226,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.tile_ready_target = ready_target;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
-    const int groups = (P + g.w.phase + 127) / 128;
+    const int groups = stage2_steps;
     const int pairs_bound = tokens * g.g.pair_div;
     if (!k.h_codes) {
       // By position: rows 0 .. the pair count, each its own.
@@ -246,7 +247,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
     k.a = reinterpret_cast<const uint8_t*>(g.h);
     k.a_rows = tokens * g.g.pair_div;
     k.k_phase = 0;
-    k.steps = (P + 63) / 64;
+    k.steps = stage2_steps;
   }
   launch_gemm<kFp8, 2>(k, pair_tile, s.max_tiles, stream);
 }

@@ -19,12 +19,6 @@ __device__ __forceinline__ void tile_ready_arrive(unsigned* count, int lane) {
   if (lane == 0) count_arrive(count);
 }
 
-__device__ __forceinline__ unsigned load_relaxed_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Waits for `target` arrivals on `count` or `done_target` on `done`; returns (to every lane) whether `done`
 // was complete, so the warp stops asking. Both loads go out together: the done count's relaxed, then the
 // tile's acquire; a complete done count is made an acquire by a fence, once per warp. Over two seconds means
