@@ -77,7 +77,10 @@ __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, 
     }
     if (e == 0) {
       *a.num_tiles = tiles_total;
-      if (a.tile_ready) a.tile_ready[tiles_total] = 0;  // the done count (MmaKernelArgs::tile_ready)
+      if (a.tile_ready) {  // the done count and the runs taken (MmaKernelArgs::tile_ready, take_runs)
+        a.tile_ready[tiles_total] = 0;
+        a.tile_ready[tiles_total + 1] = 0;
+      }
     }
   }
   return start;

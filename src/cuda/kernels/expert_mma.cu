@@ -224,6 +224,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.h_by_position = 0;
   k.prefetch_steps = 0;
   k.tile_ready_target = ready_target;
+  k.take_runs = ready_target > 0 && grouped_gemm_take_runs();
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = stage2_steps;
@@ -267,6 +268,8 @@ EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
 // Session 42: the swapped stage 2 per tile (grouped_gemm_tile_ready), off until measured.
 EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 0, 0, 1 << 20);
+// Session 43: with it, stage 2 taking its runs from a counter (grouped_gemm_take_runs).
+EnvSwitch take_runs_switch("MOE_WGMMA_TAKE_RUNS", true);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -351,6 +354,14 @@ int grouped_gemm_tile_ready() {
 
 void set_grouped_gemm_tile_ready(int min_steps) {
   tile_ready_setting.set(min_steps);
+}
+
+bool grouped_gemm_take_runs() {
+  return take_runs_switch.get();
+}
+
+void set_grouped_gemm_take_runs(bool on) {
+  take_runs_switch.set(on);
 }
 
 int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,

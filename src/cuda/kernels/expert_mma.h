@@ -47,7 +47,7 @@ struct MmaScratch {
   float* h_scales;       // fp8: [pairs, stage 2's K blocks]
   int2* tiles;           // [max_tiles] (expert, first pair index) of each row tile
   int* num_tiles;        // device scalar
-  unsigned* tile_ready;  // [max_tiles] (MmaKernelArgs::tile_ready), zeroed with the tile list
+  unsigned* tile_ready;  // [max_tiles + 2] (MmaKernelArgs::tile_ready, take_runs), zeroed with the tiles
   int max_tiles;
 };
 
@@ -140,6 +140,13 @@ void set_grouped_gemm_prefetch_steps(int steps);
 // measured, so off. set_grouped_gemm_tile_ready overrides it (expert_mma.cu). The same bits either way.
 int grouped_gemm_tile_ready();
 void set_grouped_gemm_tile_ready(int min_steps);
+// With stage 2 per tile, whether its blocks take their runs from a counter (after each block's first)
+// instead of a fixed share each: its blocks start as stage 1's leave their SMs, the last ones only when stage
+// 1's slowest block ends, and with fixed shares those end the kernel that much later (session 43, H100, fixed
+// shares: DeepSeek-V3 full fp8 M=256 2617 -> 2691 us, stage 1's last runs on a few SMs). On unless
+// MOE_WGMMA_TAKE_RUNS=0; set_grouped_gemm_take_runs overrides it. The same bits either way.
+bool grouped_gemm_take_runs();
+void set_grouped_gemm_take_runs(bool on);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits
 // for the whole of stage 1: only the swapped kernel (pair_tile below kMmaTileRows), only where stage 2
 // follows stage 1 directly (bf16, or fp8 with h quantised by stage 1: no fp8_rows between them), only where

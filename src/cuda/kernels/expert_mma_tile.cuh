@@ -67,6 +67,9 @@ struct MmaKernelArgs {
   // mma_tiles_kernel). Stage 1 arrives where tile_ready is set; stage 2 waits where the target is above 0.
   unsigned* tile_ready;
   int tile_ready_target, tile_ready_done_target;
+  // Stage 2 per tile taking its runs from a counter (the count after the done count, zeroed with it) instead
+  // of a fixed share per block (grouped_gemm_take_runs; tile_ready.cuh).
+  int take_runs;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

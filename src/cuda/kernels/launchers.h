@@ -56,7 +56,8 @@ struct AlignArgs {
   int2* tiles = nullptr;
   int* num_tiles = nullptr;
   int tile_rows = 0;
-  // Zeroed with the tiles, and the one after the last tile's, where set (MmaKernelArgs::tile_ready).
+  // Zeroed with the tiles, and the two after the last tile's, where set (MmaKernelArgs::tile_ready,
+  // take_runs).
   unsigned* tile_ready = nullptr;
 };
 // A swap-AB call's counter boundaries (MoeWorkspace::chain_counters): stage 1's and stage 2's arrivals.

@@ -2,7 +2,8 @@
 // The work list of a grouped GEMM: every active expert's sorted pairs cut into tiles of kRows, listed as
 // (expert, first pair index) in the order of `active`. One block of up to 1024 threads (E <= 1024), one
 // active expert per thread, a block-wide exclusive scan of the tile counts. Each tile's count in tile_ready
-// (where set: MmaKernelArgs::tile_ready) is zeroed with it, and the done count after the last tile's.
+// (where set: MmaKernelArgs::tile_ready) is zeroed with it, and the done count and the runs taken after the
+// last tile's.
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -47,7 +48,10 @@ __global__ void __launch_bounds__(kTileListThreads)
   }
   if (t == kTileListThreads - 1) {
     *num_tiles = warp_totals[31];
-    if (tile_ready) tile_ready[warp_totals[31]] = 0;
+    if (tile_ready) {  // the done count and the runs taken
+      tile_ready[warp_totals[31]] = 0;
+      tile_ready[warp_totals[31] + 1] = 0;
+    }
   }
 }
 

@@ -9,8 +9,11 @@
 // generic-proxy reads), so neither side stops its whole block.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/kernels/chain_count.cuh"
 #include "cuda/kernels/globaltimer.cuh"
+#include "cuda/kernels/smem_ring.cuh"
 
 namespace moe::cuda {
 
@@ -44,6 +47,52 @@ __device__ __forceinline__ bool tile_ready_wait(const unsigned* count, unsigned 
   all = __shfl_sync(0xffffffffu, all, 0);
   __syncwarp();  // (the memory order of lane 0's acquire for the other lanes' reads: the shuffle gives none)
   return all != 0;
+}
+
+// Stage 2 per tile takes its runs from a counter (MmaKernelArgs::take_runs), each block's first being its
+// own index: its blocks start as stage 1's leave their SMs, the last of them only when stage 1's slowest
+// block ends, so a fixed share per block ends the kernel that much after the others' (session 43, H100:
+// DeepSeek-V3 full at 256 tokens, stage 1's last runs on a few SMs, 2617 -> 2691 us with fixed shares). Which
+// block computes an item does not change its bits. The copier's thread 0 takes the next run a run ahead and
+// hands it to its warpgroup; it names each run in the slot of the run's first K step, with one more arrival
+// on that slot's full barrier, so the consumers read it after their wait; -1 after the last.
+constexpr int kCopierBarrier = 3, kCopierThreads = 128;  // (1: the consumers', 2: the measuring builds' end)
+
+// The counter counts runs handed out past the first wave of blocks. An integer atomic: only its order varies.
+__device__ __forceinline__ int take_run(unsigned* runs_taken) {
+  return static_cast<int>(gridDim.x + atomicAdd(runs_taken, 1u));
+}
+
+// Thread 0's next run to the copier's four warps; `slot` is one of two, alternating per run, so a warp cannot
+// find the next run's value before it has read this one.
+__device__ __forceinline__ int share_next_run(int next, int& slot, int tid) {
+  if (tid == 0) slot = next;
+  named_barrier_sync(kCopierBarrier, kCopierThreads);
+  return slot;
+}
+
+// The copier's end: no run left, the next slot says so (-1) once the consumers are done with it; every
+// arrival its full barrier expects comes, none with bytes.
+template <int kStages>
+__device__ __forceinline__ void end_runs(uint64_t (&full)[kStages], uint64_t (&empty)[kStages],
+                                         int (&run_at_slot)[kStages], int ring, bool fp8, int tid) {
+  const int slot = ring % kStages, round = ring / kStages;
+  if (round > 0) mbar_wait(&empty[slot], (round - 1) & 1);
+  if (tid == 0) {
+    run_at_slot[slot] = -1;
+    mbar_arrive(&full[slot]);           // the run's naming arrival
+    if (fp8) mbar_arrive(&full[slot]);  // the weight tile's (tensor-map) arrival
+  }
+  mbar_arrive(&full[slot]);  // the 128 copier threads' cp.async arrivals
+}
+
+// A consumer's next run: the one named in the slot at ring position `ring`, once its copies have landed.
+template <int kStages>
+__device__ __forceinline__ int slot_run(uint64_t (&full)[kStages], const int (&run_at_slot)[kStages],
+                                        int ring) {
+  const int slot = ring % kStages;
+  mbar_wait(&full[slot], (ring / kStages) & 1);
+  return run_at_slot[slot];
 }
 
 }  // namespace moe::cuda

@@ -44,13 +44,14 @@ __device__ __forceinline__ Run run_of(const MmaKernelArgs& a, int run, int n_run
 // Thread 0 sets up the ring's barriers, then the whole block syncs: full[s] completes once every copier
 // thread's (warpgroup 0's 128) cp.async copies into slot s have landed, and for fp8 also thread 0's
 // tensor-map bytes (one more arrival, with its transaction count); empty[s] once each of the two consumer
-// warpgroups' 8 warps is done with the slot.
+// warpgroups' 8 warps is done with the slot. With `take_runs` (the swapped stage 2 taking its runs,
+// tile_ready.cuh) full[s] takes one more arrival, thread 0's after it named the run the slot starts.
 template <int kStages>
 __device__ __forceinline__ void init_ring_barriers(uint64_t (&full)[kStages], uint64_t (&empty)[kStages],
-                                                   bool fp8) {
+                                                   bool fp8, bool take_runs = false) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], fp8 ? 129 : 128);
+      mbar_init(&full[s], (fp8 ? 129 : 128) + (take_runs ? 1 : 0));
       mbar_init(&empty[s], 8);
     }
     mbar_init_fence();
