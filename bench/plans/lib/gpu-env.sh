@@ -161,6 +161,16 @@ ab_winner() {
              if (b[k] / nb[k] <= 0.998 * a[k] / na[k]) { if (won == 0) won = 1 } else { won = -1; break } }
            print (won == 1 ? on : off) }' "$1"
 }
+# 1 where VAR=1 loses nowhere against VAR=0 in a bench_ab log: every shape, format and M with on's mean at
+# most 0.5 % above off's, and one at least 1 % below; else 0 (each losing row to stderr).
+loses_nowhere() {
+  awk -v var="$2" 'NF >= 12 && index($11, var "=") == 1 { k = $1 " " $2 " " $3; v = substr($11, length(var) + 2)
+      if (v == "0") { a[k] += $4; na[k]++ } else if (v == "1") { b[k] += $4; nb[k]++ } }
+    END { ok = 1; gain = 0; for (k in a) { if (!(k in b)) { ok = 0; continue }
+            r = (b[k] / nb[k]) / (a[k] / na[k]); if (r > 1.005) { ok = 0; print "loses " k " " r > "/dev/stderr" }
+            if (r < 0.99) gain = 1 }
+          print (ok && gain) ? 1 : 0 }' "$1"
+}
 pivot_rows() {
   awk '{print $1, $2, $3, $4, $5, $6}' "$1" | sort -k3,3 -k4,4 -k5,5n -k2,2 -k1,1 |
     awk '{k=$3" "$4" "$5; if (k!=last) {printf "\n%s %s M=%s:", $3, $4, $5; last=k} printf " %s/%s %s", $1, $2, $6}'

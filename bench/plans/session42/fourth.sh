@@ -22,12 +22,7 @@ grouped_forced_paths 60 "$(cap 300)"
 echo "tile ready rows: $(grep -E 'tile ready' $R/forced-paths.log | grep -cE 'PASS|equal') PASS"
 stop_on_fault MOE_WGMMA_TILE_READY=1 && exit 0
 # On where it loses nowhere: every shape, format and M with on's mean at most 0.5 % above off's, one 1 % below.
-winner=$(awk 'NF >= 12 && index($11, "MOE_WGMMA_TILE_READY=") == 1 { k = $1 " " $2 " " $3; v = substr($11, 22)
-    if (v == "0") { a[k] += $4; na[k]++ } else if (v == "1") { b[k] += $4; nb[k]++ } }
-  END { ok = 1; gain = 0; for (k in a) { if (!(k in b)) { ok = 0; continue }
-          r = (b[k] / nb[k]) / (a[k] / na[k]); if (r > 1.005) { ok = 0; print "loses " k " " r > "/dev/stderr" }
-          if (r < 0.99) gain = 1 }
-        print (ok && gain) ? 1 : 0 }' $R/tr-ab.log)
+winner=$(loses_nowhere $R/tr-ab.log MOE_WGMMA_TILE_READY)
 echo "tile ready winner: $winner"
 [ "${CYCLES_M256:-1}" = 1 ] && wgmma_cycles /tmp/carry/bin/moe-cycles MOE_WGMMA_TILE_READY "0 1" 256 deepseek-v3
 # The gpu-check with it on either way: its GPU tests then run every path with stage 2 per tile.

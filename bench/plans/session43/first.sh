@@ -28,12 +28,7 @@ MOE_WGMMA_TILE_READY=1 bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 0,1 $B/moe \
 clocks_stop
 pack
 # On where it loses nowhere: every shape, format and M with on's mean at most 0.5 % above off's, one 1 % below.
-winner=$(awk 'NF >= 12 && index($11, "MOE_WGMMA_TILE_READY=") == 1 { k = $1 " " $2 " " $3; v = substr($11, 22)
-    if (v == "0") { a[k] += $4; na[k]++ } else if (v == "1") { b[k] += $4; nb[k]++ } }
-  END { ok = 1; gain = 0; for (k in a) { if (!(k in b)) { ok = 0; continue }
-          r = (b[k] / nb[k]) / (a[k] / na[k]); if (r > 1.005) { ok = 0; print "loses " k " " r > "/dev/stderr" }
-          if (r < 0.99) gain = 1 }
-        print (ok && gain) ? 1 : 0 }' $R/tr-ab.log)
+winner=$(loses_nowhere $R/tr-ab.log MOE_WGMMA_TILE_READY)
 echo "tile ready winner: $winner"
 export MOE_WGMMA_TILE_READY=1
 echo "quick gpu-check with MOE_WGMMA_TILE_READY=$MOE_WGMMA_TILE_READY"
