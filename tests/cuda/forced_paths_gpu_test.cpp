@@ -345,7 +345,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              early_weights_default = cuda::grouped_gemm_early_weights(),
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int tile_ready_default = cuda::grouped_gemm_tile_ready();
-  const bool take_runs_default = cuda::grouped_gemm_take_runs();
+  const int take_runs_default = cuda::grouped_gemm_take_runs();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
@@ -422,7 +422,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
     cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
-    cuda::set_grouped_gemm_take_runs(kernel.take_runs);
+    cuda::set_grouped_gemm_take_runs(kernel.take_runs ? 1 : 0);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);

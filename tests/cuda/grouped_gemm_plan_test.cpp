@@ -34,6 +34,18 @@ TEST(TileReadyTarget, OnlyWhereStage2FollowsTheSwappedStage1) {
   EXPECT_EQ(tile_ready_target(64, false, false, 12, 12, 13), 0);
 }
 
+// Stage 2 per tile takes its runs from a counter only from the set number of K steps (session 43: with 2-6
+// steps the hand-over of each run cost more than the fixed shares' late blocks).
+TEST(TakesRuns, FromTheSetNumberOfStage2KSteps) {
+  const int by_default = grouped_gemm_take_runs();
+  EXPECT_GT(by_default, 6) << "Qwen3-30B-A3B fp8's 6 K steps keep fixed shares";
+  EXPECT_LE(by_default, 12) << "Qwen3-30B-A3B bf16's 12 K steps take runs";
+  EXPECT_TRUE(takes_runs(16, by_default)) << "DeepSeek-V3 full fp8: I = 2048, 16 K steps";
+  EXPECT_FALSE(takes_runs(2, by_default)) << "DeepSeek-V3 TP8 fp8: I = 256 a rank, 2 K steps";
+  EXPECT_FALSE(takes_runs(16, 0)) << "off";
+  EXPECT_TRUE(takes_runs(1, 1));
+}
+
 // The crossovers sessions 28 and 32 measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW): per shape
 // and format, the most tokens at which the swap-AB stages were faster and the fewest at which the grouped
 // GEMM was (session 32's where it measured them: Qwen3-30B-A3B and Qwen3-235B-A22B TP8 at 48-64, Qwen3-Next

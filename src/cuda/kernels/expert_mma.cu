@@ -224,7 +224,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.h_by_position = 0;
   k.prefetch_steps = 0;
   k.tile_ready_target = ready_target;
-  k.take_runs = ready_target > 0 && grouped_gemm_take_runs();
+  k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs());
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = stage2_steps;
@@ -266,10 +266,10 @@ EnvSwitch swap_quantise_h_switch("MOE_WGMMA_SWAP_QUANT_H", true);
 // Session 40: the swapped stage 1's prefetch while the grouping runs (grouped_gemm_prefetch_steps), 8 steps:
 // measured faster (expert_mma.h).
 EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
-// Session 42: the swapped stage 2 per tile (grouped_gemm_tile_ready), off until measured.
-EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 0, 0, 1 << 20);
-// Session 43: with it, stage 2 taking its runs from a counter (grouped_gemm_take_runs).
-EnvSwitch take_runs_switch("MOE_WGMMA_TAKE_RUNS", true);
+// Sessions 42-43: the swapped stage 2 per tile (grouped_gemm_tile_ready) and, from 8 K steps, its blocks
+// taking their runs (grouped_gemm_take_runs): measured faster (expert_mma.h).
+EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 1, 0, 1 << 20);
+EnvCount take_runs_setting("MOE_WGMMA_TAKE_RUNS", 8, 0, 1 << 20);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -356,12 +356,16 @@ void set_grouped_gemm_tile_ready(int min_steps) {
   tile_ready_setting.set(min_steps);
 }
 
-bool grouped_gemm_take_runs() {
-  return take_runs_switch.get();
+int grouped_gemm_take_runs() {
+  return take_runs_setting.get();
 }
 
-void set_grouped_gemm_take_runs(bool on) {
-  take_runs_switch.set(on);
+void set_grouped_gemm_take_runs(int min_steps) {
+  take_runs_setting.set(min_steps);
+}
+
+bool takes_runs(int stage2_steps, int min_steps) {
+  return min_steps > 0 && stage2_steps >= min_steps;
 }
 
 int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,

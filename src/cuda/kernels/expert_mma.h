@@ -133,20 +133,27 @@ void set_grouped_gemm_prefetch_steps(int steps);
 // only for its own tile's h (stage 1's consumer warps arrive on a per-tile count after each run's stores),
 // not for the whole of stage 1, its launch and its set-up (session 41's batch-64 timeline: stage 1's tail
 // after its last copies 4.9 us, stage 2 launched 2.3 us after its last block, 2.3 more to its first request):
-// off unless MOE_WGMMA_TILE_READY=N > 0, then where stage 2 takes at least N K steps. Session 42 (H100, one
-// process, two rounds, off / on with the done count, before stage 1's arrival was deferred): Qwen3-30B-A3B
-// fp8 M=64 222.4 / 214.4 us, M=128 228.6 / 219.6, M=256 240.3 / 238.2, 8-32 tokens level; the other shapes
-// 1-3 % faster from 64 tokens but DeepSeek-V3 full M=256 2689 / 2819; the deferred arrival is not yet
-// measured, so off. set_grouped_gemm_tile_ready overrides it (expert_mma.cu). The same bits either way.
+// where stage 2 takes at least MOE_WGMMA_TILE_READY=N K steps (default 1: everywhere; 0: off). Session 43
+// (H100, one process, two rounds, off / on with fixed shares, stage 1's arrival deferred past its next run):
+// Qwen3-30B-A3B fp8 M=64 218.3 / 214.5 us, M=128 224.9 / 220.6, M=256 236.7 / 236.4, 8-32 tokens level; bf16
+// M=64-256 -1 to -2 %; Qwen3-Next M=64 -1.3 %, Qwen3-235B-A22B TP8 M=64 -1.6 %, DeepSeek-V3 TP8 M=64 -2.2 %;
+// but DeepSeek-V3 full M=256 2617 / 2691 (see the next switch). set_grouped_gemm_tile_ready overrides it
+// (expert_mma.cu). The same bits either way.
 int grouped_gemm_tile_ready();
 void set_grouped_gemm_tile_ready(int min_steps);
-// With stage 2 per tile, whether its blocks take their runs from a counter (after each block's first)
-// instead of a fixed share each: its blocks start as stage 1's leave their SMs, the last ones only when stage
-// 1's slowest block ends, and with fixed shares those end the kernel that much later (session 43, H100, fixed
-// shares: DeepSeek-V3 full fp8 M=256 2617 -> 2691 us, stage 1's last runs on a few SMs). On unless
-// MOE_WGMMA_TAKE_RUNS=0; set_grouped_gemm_take_runs overrides it. The same bits either way.
-bool grouped_gemm_take_runs();
-void set_grouped_gemm_take_runs(bool on);
+// With stage 2 per tile, where stage 2 takes at least MOE_WGMMA_TAKE_RUNS=N K steps (default 8; 0: never),
+// its blocks take their runs from a counter (after each block's first) instead of a fixed share each: its
+// blocks start as stage 1's leave their SMs, the last ones only when stage 1's slowest block ends, and with
+// fixed shares those end the kernel that much later. Session 43 (H100, one process, two rounds, off / on
+// taking runs at every K): DeepSeek-V3 full fp8 (16 K steps) M=16 1116 / 1096 us, M=64 1665 / 1631, M=256
+// 2617 / 2440 (fixed shares 2698); Qwen3-30B-A3B bf16 (12) M=64-256 -3 % (fixed shares -1 to -2 %); but
+// with few K steps the run's hand-over costs more than it saves: Qwen3-30B-A3B fp8 (6) M=64 -1.1 % (fixed
+// shares -1.8 %), Qwen3-Next fp8 (4) M=64 +1.0 %, M=256 +2.2 %, DeepSeek-V3 TP8 (2) M=64 +2.9 %.
+// set_grouped_gemm_take_runs overrides it. The same bits either way.
+int grouped_gemm_take_runs();
+void set_grouped_gemm_take_runs(int min_steps);
+// Whether stage 2 per tile takes its runs (MmaKernelArgs::take_runs) at `stage2_steps` K steps.
+bool takes_runs(int stage2_steps, int min_steps);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits
 // for the whole of stage 1: only the swapped kernel (pair_tile below kMmaTileRows), only where stage 2
 // follows stage 1 directly (bf16, or fp8 with h quantised by stage 1: no fp8_rows between them), only where
