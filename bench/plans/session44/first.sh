@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 44's first call (carry .carry/s44a.tar.xz, built from main): the quick gpu-check of main's defaults
+# (stage 2 per tile, taking its runs from 8 K steps: session 43 ran each path in a gpu-check, not the
+# defaults together), then off / on on every shape on this card (session 43 measured on H100s only; on an
+# H200 this is the first, and its gpu-check is the table's H200 column).
+set -uo pipefail
+export END=${END:-540}
+source bench/plans/lib/gpu-env.sh
+start_plan "${CARRY:-.carry/s44a.tar.xz}" || exit 1
+quick_gpu_check $B 5
+pack
+clocks_start $R/clocks.log
+bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
+  --M 8,16,32,64,128,256
+bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe \
+  --shapes qwen3-next-80b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8,deepseek-v3 --formats fp8_block --M 16,64,256
+MOE_WGMMA_TILE_READY=1 bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 0,1 $B/moe \
+  --shapes qwen3-30b-a3b,deepseek-v3 --formats fp8_block,bf16 --M 64,256
+clocks_stop
+echo "tile ready winner: $(loses_nowhere $R/tr-ab.log MOE_WGMMA_TILE_READY)"
+pack
+echo "done t=$(el)"
