@@ -63,12 +63,12 @@ __device__ __forceinline__ int take_run(unsigned* runs_taken) {
   return static_cast<int>(gridDim.x + atomicAdd(runs_taken, 1u));
 }
 
-// Thread 0's next run to the copier's four warps; `slot` is one of two, alternating per run, so a warp cannot
-// find the next run's value before it has read this one.
-__device__ __forceinline__ int share_next_run(int next, int& slot, int tid) {
-  if (tid == 0) slot = next;
+// Thread 0's next run to the copier's four warps through `shared_next`, one of two shared ints alternating
+// per run, so thread 0 cannot overwrite a value another warp has yet to read.
+__device__ __forceinline__ int share_next_run(int next, int& shared_next, int tid) {
+  if (tid == 0) shared_next = next;
   named_barrier_sync(kCopierBarrier, kCopierThreads);
-  return slot;
+  return shared_next;
 }
 
 // The copier's end: no run left, the next slot says so (-1) once the consumers are done with it; every
