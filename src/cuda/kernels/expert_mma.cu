@@ -224,7 +224,9 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.h_by_position = 0;
   k.prefetch_steps = 0;
   k.tile_ready_target = ready_target;
-  k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs());
+  k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs())
+                    ? (grouped_gemm_slot_items() ? kTakeRunsWithItems : 1)
+                    : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = stage2_steps;
@@ -270,6 +272,8 @@ EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
 // taking their runs (grouped_gemm_take_runs): measured faster (expert_mma.h).
 EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 1, 0, 1 << 20);
 EnvCount take_runs_setting("MOE_WGMMA_TAKE_RUNS", 8, 0, 1 << 20);
+// Session 43: the work item beside the run in the slot (grouped_gemm_slot_items), off until measured.
+EnvSwitch slot_items_switch("MOE_WGMMA_SLOT_ITEMS", false);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -362,6 +366,14 @@ int grouped_gemm_take_runs() {
 
 void set_grouped_gemm_take_runs(int min_steps) {
   take_runs_setting.set(min_steps);
+}
+
+bool grouped_gemm_slot_items() {
+  return slot_items_switch.get();
+}
+
+void set_grouped_gemm_slot_items(bool on) {
+  slot_items_switch.set(on);
 }
 
 bool takes_runs(int stage2_steps, int min_steps) {

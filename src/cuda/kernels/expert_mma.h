@@ -152,6 +152,14 @@ void set_grouped_gemm_tile_ready(int min_steps);
 // set_grouped_gemm_take_runs overrides it. The same bits either way.
 int grouped_gemm_take_runs();
 void set_grouped_gemm_take_runs(int min_steps);
+// Where stage 2 takes its runs, whether the copier puts each run's work item (expert, first pair, the
+// expert's end, first output) in the slot beside it: the consumers learn a run only after its first step's
+// wait, and then need two dependent global loads (the tile's entry, the expert's end) before their epilogue's
+// pair ids, which with fixed shares go out before the K loop (a suspect for taking runs' cost at 2-6 K
+// steps, session 43). Off unless MOE_WGMMA_SLOT_ITEMS=1 (not yet measured); set_grouped_gemm_slot_items
+// overrides it. The same bits either way.
+bool grouped_gemm_slot_items();
+void set_grouped_gemm_slot_items(bool on);
 // Whether stage 2 per tile takes its runs (MmaKernelArgs::take_runs) at `stage2_steps` K steps.
 bool takes_runs(int stage2_steps, int min_steps);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits

@@ -53,14 +53,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   // Stage 2 taking its runs (MmaKernelArgs::take_runs): the run whose first K step a slot holds (-1: none
-  // left), and the copier's next run for its four warps.
+  // left) and, with kTakeRunsWithItems, its work item; the copier's next run for its four warps.
   __shared__ int run_at_slot[kStages<kN>], copier_next_run[2];
+  __shared__ WorkItem item_at_slot[kStages<kN>];
   __shared__ float group_amax[2][8 * kN];  // stage 1 quantising h: swap_group_scales' two buffers
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
-  const bool take_runs = kStage == 2 && a.take_runs;
+  const bool take_runs = kStage == 2 && a.take_runs,
+             slot_items = take_runs && a.take_runs == kTakeRunsWithItems;
   init_ring_barriers(full, empty, kFp8, take_runs);
   // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
   // grouped_gemm_early_weights): the weights are constants, and the tile list is final by then (see
@@ -123,7 +125,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);
           if (take_runs && tid == 0) {  // the slot's one more arrival, after naming the run it starts
-            if (step == 0 && cb == run.begin) run_at_slot[slot] = r;
+            if (step == 0 && cb == run.begin) {
+              run_at_slot[slot] = r;
+              if (slot_items) item_at_slot[slot] = w;
+            }
             mbar_arrive(&full[slot]);
           }
         }
@@ -155,7 +160,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
     SwapHBlock<kN> first{};  // h quantised: the group's first column block while the second runs
     for (int cb = run.begin; cb < run.end; ++cb) {
-      const WorkItem w = work_item<kStage>(a, run.tile, cb);
+      // With the item in the slot (stage 2: one column block a run), no global loads before the epilogue's.
+      const WorkItem w = slot_items ? item_at_slot[ring % kStages<kN>] : work_item<kStage>(a, run.tile, cb);
       float acc[kN / 2];
 #pragma unroll
       for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
