@@ -161,6 +161,13 @@ ab_winner() {
              if (b[k] / nb[k] <= 0.998 * a[k] / na[k]) { if (won == 0) won = 1 } else { won = -1; break } }
            print (won == 1 ? on : off) }' "$1"
 }
+# VAR's values against each other (bench_ab) on every shape the grouped GEMM's swapped kernel serves from 8 to
+# 256 tokens: Qwen3-30B-A3B fp8 and bf16, the other shapes fp8 at 16, 64 and 256.
+every_shape_ab() {
+  bench_ab "$1" "$2" "$3" $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 8,16,32,64,128,256
+  bench_ab "$1" "$2" "$3" $B/moe --shapes qwen3-next-80b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8,deepseek-v3 \
+    --formats fp8_block --M 16,64,256
+}
 # 1 where VAR=1 loses nowhere against VAR=0 in a bench_ab log: every shape, format and M with on's mean at
 # most 0.5 % above off's, and one at least 1 % below; else 0 (each losing row to stderr).
 loses_nowhere() {

@@ -19,10 +19,7 @@ if ! grep -q "^\[  PASSED  \] 2 tests" $R/forced-paths.log; then
   exit 0
 fi
 clocks_start $R/clocks.log
-bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
-  --M 8,16,32,64,128,256
-bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe \
-  --shapes qwen3-next-80b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8,deepseek-v3 --formats fp8_block --M 16,64,256
+every_shape_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1
 MOE_WGMMA_TILE_READY=1 bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 0,1 $B/moe \
   --shapes deepseek-v3,qwen3-30b-a3b --formats fp8_block --M 64,256
 clocks_stop

@@ -7,10 +7,7 @@ export END=${END:-200}
 source bench/plans/lib/gpu-env.sh
 start_plan "${CARRY:-.carry/s43c.tar.xz}" || exit 1
 clocks_start $R/clocks.log
-bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 \
-  --M 8,16,32,64,128,256
-bench_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1 $B/moe \
-  --shapes qwen3-next-80b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8,deepseek-v3 --formats fp8_block --M 16,64,256
+every_shape_ab $R/tr-ab.log MOE_WGMMA_TILE_READY 0,1
 clocks_stop
 pack
 echo "tile ready winner: $(loses_nowhere $R/tr-ab.log MOE_WGMMA_TILE_READY)"
