@@ -221,8 +221,7 @@ MoeWorkspace::MoeWorkspace(const DeviceMoeLayer& layer, int max_tokens) : max_to
     shared_mma_max_tiles = s ? cuda::mma_max_tiles(static_cast<int>(M), 1) : 0;
     mma_tiles = DeviceBuffer(static_cast<size_t>(std::max(mma_max_tiles, shared_mma_max_tiles)) * 8);
     mma_num_tiles = DeviceBuffer(4);
-    // The tiles' counts, the done count and the runs taken (MmaKernelArgs::tile_ready, take_runs).
-    mma_tile_ready = DeviceBuffer((static_cast<size_t>(mma_max_tiles) + 2) * 4);
+    mma_tile_ready = DeviceBuffer((static_cast<size_t>(mma_max_tiles) + cuda::kCountsAfterTiles) * 4);
     if (fp8) {
       mma_x_codes = DeviceBuffer(M * H);
       mma_x_scales = DeviceBuffer(M * k_groups(H, 0) * 4);

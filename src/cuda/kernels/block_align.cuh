@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/launchers.h"
+#include "cuda/kernels/tile_ready.cuh"
 
 namespace moe::cuda {
 
@@ -77,10 +78,7 @@ __device__ __forceinline__ int write_expert_grouping(const AlignArgs& a, int c, 
     }
     if (e == 0) {
       *a.num_tiles = tiles_total;
-      if (a.tile_ready) {  // the done count and the runs taken (MmaKernelArgs::tile_ready, take_runs)
-        a.tile_ready[tiles_total] = 0;
-        a.tile_ready[tiles_total + 1] = 0;
-      }
+      if (a.tile_ready) zero_counts_after_tiles(a.tile_ready, tiles_total);
     }
   }
   return start;

@@ -376,14 +376,22 @@ void set_grouped_gemm_slot_items(bool on) {
   slot_items_switch.set(on);
 }
 
+namespace {
+// Both stage-2 settings in K steps (MOE_WGMMA_TILE_READY, MOE_WGMMA_TAKE_RUNS) read N as "from N steps", 0
+// as never.
+bool from_min_steps(int steps, int min_steps) {
+  return min_steps > 0 && steps >= min_steps;
+}
+}  // namespace
+
 bool takes_runs(int stage2_steps, int min_steps) {
-  return min_steps > 0 && stage2_steps >= min_steps;
+  return from_min_steps(stage2_steps, min_steps);
 }
 
 int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,
                       int min_steps) {
   const bool applies =
-      pair_tile < kBM && (!fp8 || stage1_quantises_h) && min_steps > 0 && stage2_steps >= min_steps;
+      pair_tile < kBM && (!fp8 || stage1_quantises_h) && from_min_steps(stage2_steps, min_steps);
   return applies ? kSwapConsumerWarps * stage1_runs : 0;
 }
 

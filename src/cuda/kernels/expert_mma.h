@@ -39,6 +39,9 @@ bool mma_supported(WFormat f, AQuant q);
 int mma_max_tiles(int pairs, int experts);
 
 // Scratch the MMA path needs besides GemvArgs' h and y (all sized for the largest call).
+// The counts after the tiles' in MmaScratch::tile_ready: stage 1's done count, then stage 2's runs taken
+// (MmaKernelArgs::tile_ready, take_runs); both tile-list writers zero them (zero_counts_after_tiles).
+constexpr int kCountsAfterTiles = 2;
 struct MmaScratch {
   uint8_t* x_codes;  // fp8: [tokens, H] e4m3 codes of x
   float* x_scales;   // fp8: [tokens, ceil(H/128)]
@@ -47,7 +50,7 @@ struct MmaScratch {
   float* h_scales;       // fp8: [pairs, stage 2's K blocks]
   int2* tiles;           // [max_tiles] (expert, first pair index) of each row tile
   int* num_tiles;        // device scalar
-  unsigned* tile_ready;  // [max_tiles + 2] (MmaKernelArgs::tile_ready, take_runs), zeroed with the tiles
+  unsigned* tile_ready;  // [max_tiles + kCountsAfterTiles] (MmaKernelArgs::tile_ready), zeroed with the tiles
   int max_tiles;
 };
 

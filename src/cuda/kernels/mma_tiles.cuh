@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/tile_ready.cuh"
 #include "cuda/moe_params.h"
 
 namespace moe::cuda {
@@ -48,10 +49,7 @@ __global__ void __launch_bounds__(kTileListThreads)
   }
   if (t == kTileListThreads - 1) {
     *num_tiles = warp_totals[31];
-    if (tile_ready) {  // the done count and the runs taken
-      tile_ready[warp_totals[31]] = 0;
-      tile_ready[warp_totals[31] + 1] = 0;
-    }
+    if (tile_ready) zero_counts_after_tiles(tile_ready, warp_totals[31]);
   }
 }
 

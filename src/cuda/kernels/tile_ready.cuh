@@ -12,10 +12,18 @@
 #include <cstdint>
 
 #include "cuda/kernels/chain_count.cuh"
+#include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/globaltimer.cuh"
 #include "cuda/kernels/smem_ring.cuh"
 
 namespace moe::cuda {
+
+// Zeroes the counts after the tiles' (kCountsAfterTiles: the done count, the runs taken); each tile-list
+// writer calls it where it zeroes the tiles' own counts.
+__device__ __forceinline__ void zero_counts_after_tiles(unsigned* tile_ready, int tiles) {
+#pragma unroll
+  for (int i = 0; i < kCountsAfterTiles; ++i) tile_ready[tiles + i] = 0;
+}
 
 __device__ __forceinline__ void tile_ready_arrive(unsigned* count, int lane) {
   __syncwarp();
