@@ -320,7 +320,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // column block), and with it stage 1 launched during the grouping to prefetch (grouped_gemm_prefetch_steps,
   // from M=8 here: 4 pairs an expert), and the swapped stage 2 starting per tile (grouped_gemm_tile_ready:
   // bf16, and fp8 with h quantised by stage 1), its blocks taking their runs from a counter or each a fixed
-  // share (grouped_gemm_take_runs), with the work items in the slots (grouped_gemm_slot_items), and with the
+  // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), and with the
   // first weights requested early: the same bits, y in bf16 the same bits as its kind's first y in bf16.
   // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
@@ -328,7 +328,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
-    bool prefetch = false, tile_ready = false, take_runs = true, slot_items = false;
+    bool prefetch = false, tile_ready = false, take_runs = true, one_run_a_take = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -346,7 +346,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int take_runs_default = cuda::grouped_gemm_take_runs();
-  const bool slot_items_default = cuda::grouped_gemm_slot_items();
+  const int take_steps_default = cuda::grouped_gemm_take_steps();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
@@ -372,7 +372,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, fixed shares", true,
                true, true, true, false, false, false, false, false, false, true, false, false, true, true,
                true, false},
-        Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, items in slots", true,
+        Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, one run a take", true,
                true, true, true, false, false, false, false, false, false, true, false, false, true, true,
                true, true, true},
         Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights, tile ready", true,
@@ -427,7 +427,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
     cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
     cuda::set_grouped_gemm_take_runs(kernel.take_runs ? 1 : 0);
-    cuda::set_grouped_gemm_slot_items(kernel.slot_items);
+    cuda::set_grouped_gemm_take_steps(kernel.one_run_a_take ? 1 : take_steps_default);
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -479,7 +479,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
   cuda::set_grouped_gemm_tile_ready(tile_ready_default);
   cuda::set_grouped_gemm_take_runs(take_runs_default);
-  cuda::set_grouped_gemm_slot_items(slot_items_default);
+  cuda::set_grouped_gemm_take_steps(take_steps_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";

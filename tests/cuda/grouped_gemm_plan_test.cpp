@@ -46,6 +46,17 @@ TEST(TakesRuns, FromTheSetNumberOfStage2KSteps) {
   EXPECT_TRUE(takes_runs(1, 1));
 }
 
+// A take covers the set number of K steps (session 44: at 2 steps a run, one run a take left the copier
+// waiting on the counter's round trip), never fewer than one run.
+TEST(TakesRuns, InBatchesThatCoverTheSetKSteps) {
+  EXPECT_EQ(runs_per_take(2, 8), 4) << "DeepSeek-V3 TP8 fp8: 2 K steps a run";
+  EXPECT_EQ(runs_per_take(3, 8), 3) << "a TP rank starting 64 into a block: 3 steps";
+  EXPECT_EQ(runs_per_take(6, 8), 2) << "Qwen3-30B-A3B fp8";
+  EXPECT_EQ(runs_per_take(16, 8), 1) << "DeepSeek-V3 full fp8";
+  EXPECT_EQ(runs_per_take(2, 1), 1) << "one run a take";
+  EXPECT_GE(grouped_gemm_take_steps(), 1);
+}
+
 // The crossovers sessions 28 and 32 measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW): per shape
 // and format, the most tokens at which the swap-AB stages were faster and the fewest at which the grouped
 // GEMM was (session 32's where it measured them: Qwen3-30B-A3B and Qwen3-235B-A22B TP8 at 48-64, Qwen3-Next

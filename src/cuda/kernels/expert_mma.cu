@@ -225,7 +225,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.prefetch_steps = 0;
   k.tile_ready_target = ready_target;
   k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs())
-                    ? (grouped_gemm_slot_items() ? kTakeRunsWithItems : 1)
+                    ? runs_per_take(stage2_steps, grouped_gemm_take_steps())
                     : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
@@ -272,8 +272,8 @@ EnvCount prefetch_steps_setting("MOE_WGMMA_PREFETCH_STEPS", 8, 0, 16);
 // taking their runs (grouped_gemm_take_runs): measured faster (expert_mma.h).
 EnvCount tile_ready_setting("MOE_WGMMA_TILE_READY", 1, 0, 1 << 20);
 EnvCount take_runs_setting("MOE_WGMMA_TAKE_RUNS", 8, 0, 1 << 20);
-// Session 43: the work item beside the run in the slot (grouped_gemm_slot_items), off until measured.
-EnvSwitch slot_items_switch("MOE_WGMMA_SLOT_ITEMS", false);
+// Session 44: the K steps a take of stage 2's runs covers (grouped_gemm_take_steps).
+EnvCount take_steps_setting("MOE_WGMMA_TAKE_STEPS", 8, 1, 1 << 20);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -368,12 +368,12 @@ void set_grouped_gemm_take_runs(int min_steps) {
   take_runs_setting.set(min_steps);
 }
 
-bool grouped_gemm_slot_items() {
-  return slot_items_switch.get();
+int grouped_gemm_take_steps() {
+  return take_steps_setting.get();
 }
 
-void set_grouped_gemm_slot_items(bool on) {
-  slot_items_switch.set(on);
+void set_grouped_gemm_take_steps(int steps) {
+  take_steps_setting.set(steps);
 }
 
 namespace {
@@ -386,6 +386,10 @@ bool from_min_steps(int steps, int min_steps) {
 
 bool takes_runs(int stage2_steps, int min_steps) {
   return from_min_steps(stage2_steps, min_steps);
+}
+
+int runs_per_take(int stage2_steps, int take_steps) {
+  return std::max(1, (take_steps + stage2_steps - 1) / std::max(1, stage2_steps));
 }
 
 int tile_ready_target(int pair_tile, bool fp8, bool stage1_quantises_h, int stage2_steps, int stage1_runs,

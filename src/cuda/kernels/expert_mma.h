@@ -155,14 +155,17 @@ void set_grouped_gemm_tile_ready(int min_steps);
 // set_grouped_gemm_take_runs overrides it. The same bits either way.
 int grouped_gemm_take_runs();
 void set_grouped_gemm_take_runs(int min_steps);
-// Where stage 2 takes its runs, whether the copier puts each run's work item (expert, first pair, the
-// expert's end, first output) in the slot beside it: the consumers learn a run only after its first step's
-// wait, and then need two dependent global loads (the tile's entry, the expert's end) before their epilogue's
-// pair ids, which with fixed shares go out before the K loop (a suspect for taking runs' cost at 2-6 K
-// steps, session 43). Off unless MOE_WGMMA_SLOT_ITEMS=1 (not yet measured); set_grouped_gemm_slot_items
-// overrides it. The same bits either way.
-bool grouped_gemm_slot_items();
-void set_grouped_gemm_slot_items(bool on);
+// Where stage 2 takes its runs, the K steps a take covers (MOE_WGMMA_TAKE_STEPS=N, default 8): a take
+// hands out as many consecutive runs as make N steps (runs_per_take), so thread 0's atomic, asked as a batch
+// starts, has the batch's copies to come back in. Session 44 (H100, DeepSeek-V3 TP8 fp8 M=64, 2 K steps,
+// taking one run at a time): the copier's "cp.async and arrival" 915 cycles a step against 434 with fixed
+// shares, the named barrier waiting for the atomic; the work item put in the slot beside the run (the
+// consumers' other suspect) measured level (313.40 / 313.70 against 312.68 / 313.33 us) and was taken out.
+// set_grouped_gemm_take_steps overrides it. The same bits either way.
+int grouped_gemm_take_steps();
+void set_grouped_gemm_take_steps(int steps);
+// The runs a take hands out at `stage2_steps` K steps a run: enough to cover `take_steps`, at least one.
+int runs_per_take(int stage2_steps, int take_steps);
 // Whether stage 2 per tile takes its runs (MmaKernelArgs::take_runs) at `stage2_steps` K steps.
 bool takes_runs(int stage2_steps, int min_steps);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits

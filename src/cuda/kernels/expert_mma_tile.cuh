@@ -68,11 +68,10 @@ struct MmaKernelArgs {
   unsigned* tile_ready;
   int tile_ready_target, tile_ready_done_target;
   // Stage 2 per tile taking its runs from a counter (the count after the done count, zeroed with it) instead
-  // of a fixed share per block (grouped_gemm_take_runs; tile_ready.cuh): 0 no, 1 yes, kTakeRunsWithItems
-  // with the copier putting each run's work item in the slot beside it (grouped_gemm_slot_items).
+  // of a fixed share per block (grouped_gemm_take_runs; tile_ready.cuh): the runs each take hands out
+  // (runs_per_take), 0 for fixed shares.
   int take_runs;
 };
-constexpr int kTakeRunsWithItems = 2;
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.
 __device__ __forceinline__ int a_row_of(const MmaKernelArgs& a, int p) {

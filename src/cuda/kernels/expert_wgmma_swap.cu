@@ -53,23 +53,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kSlot = slot_bytes<kN>();
   __shared__ uint64_t full[kStages<kN>], empty[kStages<kN>];
   // Stage 2 taking its runs (MmaKernelArgs::take_runs): the run whose first K step a slot holds (-1: none
-  // left) and, with kTakeRunsWithItems, its work item; the copier's next run for its four warps.
-  __shared__ int run_at_slot[kStages<kN>], copier_next_run[2];
-  __shared__ WorkItem item_at_slot[kStages<kN>];
+  // left); the copier's next batch of runs for its four warps.
+  __shared__ int run_at_slot[kStages<kN>], copier_next_batch[2];
   __shared__ float group_amax[2][8 * kN];  // stage 1 quantising h: swap_group_scales' two buffers
   const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
-  const bool take_runs = kStage == 2 && a.take_runs,
-             slot_items = take_runs && a.take_runs == kTakeRunsWithItems;
+  const int per_take = kStage == 2 ? a.take_runs : 0;  // runs a take hands out; 0: a fixed share per block
+  const bool take_runs = per_take > 0;
   init_ring_barriers(full, empty, kFp8, take_runs);
   // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
   // grouped_gemm_early_weights): the weights are constants, and the tile list is final by then (see
   // request_early_weights).
   int early = 0;
   if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
-    early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full, take_runs);
+    early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full, per_take);
   if (kFp8 && kStage == 1 && a.prefetch_steps > 0 && wg == 0) prefetch_first_item_rows(a, n_blocks, tid);
   // Stage 2 per tile: launched as stage 1's blocks started (after their own wait, so the grouping's tile list
   // is final), it waits for each item's tile instead of the whole of stage 1; its blocks still end only after
@@ -83,7 +82,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles = *a.num_tiles, runs = tiles * n_runs;
   unsigned* const done = a.tile_ready ? a.tile_ready + tiles : nullptr;  // (stage 1's arrivals: its warps')
   unsigned* const runs_taken = take_runs ? done + 1 : nullptr;
-  if (static_cast<int>(blockIdx.x) >= runs) {
+  const int first_run = take_runs ? first_run_taken(per_take) : static_cast<int>(blockIdx.x);
+  if (first_run >= runs) {
     if (kStage == 1 && done && wg > 0) tile_ready_arrive(done, lane);  // no run: done from the start
     if (tile_wait) pdl_wait();
     return;
@@ -94,10 +94,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     Cycles cycles;
     int ring = 0;
     bool stage1_done = !tile_wait;  // (per warp: tile_ready_wait's answer is the warp's)
-    for (int r = blockIdx.x, iter = 0; r < runs; ++iter) {
-      // Taking runs: thread 0 asks for the block's next one now; the answer is needed only after this run's
-      // copies are issued, so its round trip hides behind them.
-      const int next = take_runs && tid == 0 ? take_run(runs_taken) : r + static_cast<int>(gridDim.x);
+    int taken = 0, shares = 0;      // (thread 0's) the next batch of runs; the batches shared so far
+    for (int r = first_run; r < runs;) {
+      // Taking runs: thread 0 asks for the block's next batch as this one starts; the answer is needed only
+      // after the batch's copies are issued (at least MOE_WGMMA_TAKE_STEPS K steps), so its round trip,
+      // long under the weight stream, hides behind them.
+      if (take_runs && tid == 0 && starts_batch(r, per_take)) taken = take_batch(runs_taken);
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
       for (int cb = run.begin; cb < run.end; ++cb) {
         cycles.mark(kCyIssue);
@@ -125,15 +127,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);
           if (take_runs && tid == 0) {  // the slot's one more arrival, after naming the run it starts
-            if (step == 0 && cb == run.begin) {
-              run_at_slot[slot] = r;
-              if (slot_items) item_at_slot[slot] = w;
-            }
+            if (step == 0 && cb == run.begin) run_at_slot[slot] = r;
             mbar_arrive(&full[slot]);
           }
         }
       }
-      r = take_runs ? share_next_run(next, copier_next_run[iter & 1], tid) : next;
+      r = take_runs ? copier_next_run(r, per_take, runs, taken, copier_next_batch, shares, tid)
+                    : r + static_cast<int>(gridDim.x);
     }
     if (take_runs) end_runs(full, empty, run_at_slot, ring, kFp8, tid);
     cp_async_wait<0>();
@@ -160,8 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
     SwapHBlock<kN> first{};  // h quantised: the group's first column block while the second runs
     for (int cb = run.begin; cb < run.end; ++cb) {
-      // With the item in the slot (stage 2: one column block a run), no global loads before the epilogue's.
-      const WorkItem w = slot_items ? item_at_slot[ring % kStages<kN>] : work_item<kStage>(a, run.tile, cb);
+      const WorkItem w = work_item<kStage>(a, run.tile, cb);
       float acc[kN / 2];
 #pragma unroll
       for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;

@@ -38,13 +38,17 @@ __device__ __forceinline__ void request_weight_tile(const MmaKernelArgs& a, cons
 // quantises h) finishes; returns how many. Reading the tile list here is safe: either predecessor lets this
 // kernel launch only after its own wait (overlapped_start; fp8_rows' wait), so stage 1 launched after the
 // grouping that wrote the list had finished. Nothing the predecessor writes (h's codes and scales) is read
-// before the wait. A block taking its runs (MmaKernelArgs::take_runs) knows only its first.
+// before the wait. A block taking its runs (MmaKernelArgs::take_runs: `per_take` a batch) knows only its
+// first batch.
 template <int kStages>
 __device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint32_t smem0, int slot_bytes,
-                                     const CUtensorMap* w_map, uint64_t (&full)[kStages], bool first_only) {
+                                     const CUtensorMap* w_map, uint64_t (&full)[kStages], int per_take) {
   const int items = *a.num_tiles * n_blocks;
+  const int first = per_take > 0 ? static_cast<int>(blockIdx.x) * per_take : static_cast<int>(blockIdx.x);
+  const int end = per_take > 0 ? min(items, first + per_take) : items;
+  const int stride = per_take > 0 ? 1 : static_cast<int>(gridDim.x);
   int ring = 0;
-  for (int item = blockIdx.x; item < items && ring < kStages; item += first_only ? items : gridDim.x) {
+  for (int item = first; item < end && ring < kStages; item += stride) {
     const WorkItem w = work_item<2>(a, item / n_blocks, item % n_blocks);
     for (int step = 0; step < a.steps && ring < kStages; ++step, ++ring)
       request_weight_tile<2>(a, w, step, smem0 + ring * slot_bytes, w_map, false, &full[ring]);

@@ -57,26 +57,42 @@ __device__ __forceinline__ bool tile_ready_wait(const unsigned* count, unsigned 
   return all != 0;
 }
 
-// Stage 2 per tile takes its runs from a counter (MmaKernelArgs::take_runs), each block's first being its
-// own index: its blocks start as stage 1's leave their SMs, the last of them only when stage 1's slowest
-// block ends, so a fixed share per block ends the kernel that much after the others' (session 43, H100:
-// DeepSeek-V3 full at 256 tokens, stage 1's last runs on a few SMs, 2617 -> 2691 us with fixed shares). Which
-// block computes an item does not change its bits. The copier's thread 0 takes the next run a run ahead and
-// hands it to its warpgroup; it names each run in the slot of the run's first K step, with one more arrival
-// on that slot's full barrier, so the consumers read it after their wait; -1 after the last.
+// Stage 2 per tile takes its runs from a counter (MmaKernelArgs::take_runs), in batches of consecutive runs,
+// each block's first batch being its own index: its blocks start as stage 1's leave their SMs, the last of
+// them only when stage 1's slowest block ends, so a fixed share per block ends the kernel that much after the
+// others' (session 43, H100: DeepSeek-V3 full at 256 tokens, stage 1's last runs on a few SMs, 2617 -> 2691
+// us with fixed shares). Which block computes an item does not change its bits. The copier's thread 0 takes
+// the next batch as its current one starts and hands it to its warpgroup as it ends; a batch holds enough
+// runs to cover MOE_WGMMA_TAKE_STEPS K steps (one run where a run has that many), because the atomic's round
+// trip under the weight stream outlasted a two-step run's copies (session 44: taking one run at a time at
+// DeepSeek-V3 TP8's 2 K steps, the copier's named barrier waited ~960 cycles a run). It names each run in
+// the slot of the run's first K step, with one more arrival on that slot's full barrier, so the consumers
+// read it after their wait; -1 after the last.
 constexpr int kCopierBarrier = 3, kCopierThreads = 128;  // (1: the consumers', 2: the measuring builds' end)
 
-// The counter counts runs handed out past the first wave of blocks. An integer atomic: only its order varies.
-__device__ __forceinline__ int take_run(unsigned* runs_taken) {
-  return static_cast<int>(gridDim.x + atomicAdd(runs_taken, 1u));
+// The counter counts batches handed out past the first wave of blocks. An integer atomic: only its order
+// varies.
+__device__ __forceinline__ int take_batch(unsigned* batches_taken) {
+  return static_cast<int>(gridDim.x + atomicAdd(batches_taken, 1u));
+}
+__device__ __forceinline__ int first_run_taken(int per_take) {
+  return static_cast<int>(blockIdx.x) * per_take;
+}
+__device__ __forceinline__ bool starts_batch(int r, int per_take) {
+  return per_take > 0 && r % per_take == 0;
 }
 
-// Thread 0's next run to the copier's four warps through `shared_next`, one of two shared ints alternating
-// per run, so thread 0 cannot overwrite a value another warp has yet to read.
-__device__ __forceinline__ int share_next_run(int next, int& shared_next, int tid) {
-  if (tid == 0) shared_next = next;
+// The copier's run after r: the next of its batch, or the first of the batch thread 0 took, handed to the
+// copier's four warps through one of two shared ints alternating per batch (`shares` counts them), so thread
+// 0 cannot overwrite a value another warp has yet to read. Past the last run the next batch starts past it
+// too: every batch taken after one holding the last run is a later one.
+__device__ __forceinline__ int copier_next_run(int r, int per_take, int runs, int taken, int (&shared)[2],
+                                               int& shares, int tid) {
+  if ((r + 1) % per_take != 0 && r + 1 < runs) return r + 1;
+  int& next = shared[shares++ & 1];
+  if (tid == 0) next = taken;
   named_barrier_sync(kCopierBarrier, kCopierThreads);
-  return shared_next;
+  return next * per_take;
 }
 
 // The copier's end: no run left, the next slot says so (-1) once the consumers are done with it; every
