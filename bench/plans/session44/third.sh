@@ -5,7 +5,7 @@
 # their batch without the slot. The forced paths; then with runs taken at every K step, batches against one
 # run a take and 8 steps a take against 16; then taking runs at every K step against the default line (fixed
 # shares below 8 steps) on every shape; then the cycles of DeepSeek-V3 TP8 at 64 tokens, fixed shares and
-# batches.
+# batches. Between them, Auto's path crossover at 8-64 tokens on this card.
 set -uo pipefail
 export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
@@ -20,6 +20,10 @@ pack
 every_shape_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8,1
 echo "take-runs line winner (8 or 1): $(ab_winner $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8 1)"
 pack
+# Auto's crossover between the swap-AB stages and the grouped GEMM (H100-measured, sessions 28 and 32) after
+# sessions 39-43's grouped-GEMM changes, on this card: the H200's M=16 row sits at 1.50x its floor.
+PT_PATHS=mma,swap-ab path_thresholds $B/moe qwen3-30b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8 fp8_block,bf16 \
+  8,16,24,32,48,64 150
 MOE_WGMMA_TAKE_RUNS=1 bench_ab $R/steps16-ab.log MOE_WGMMA_TAKE_STEPS 8,16 $B/moe \
   --shapes deepseek-v3-tp8,qwen3-next-80b-a3b,qwen3-30b-a3b,deepseek-v3 --formats fp8_block --M 64,256
 clocks_stop
