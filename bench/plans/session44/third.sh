@@ -4,7 +4,7 @@
 # (ptxas had warp-aggregated it and shuffled its result at once), and the consumers know the next run of
 # their batch without the slot. The forced paths; then with runs taken at every K step, batches against one
 # run a take and 8 steps a take against 16; then taking runs at every K step against the default line (fixed
-# shares below 8 steps) on every shape; then the cycles of DeepSeek-V3 TP8 at 64 tokens, fixed shares and
+# shares below 8 steps) on the short-K shapes; then the cycles of DeepSeek-V3 TP8 at 64 tokens, fixed shares and
 # batches. Between them, Auto's path crossover at 8-64 tokens on this card.
 set -uo pipefail
 export END=${END:-540}
@@ -17,7 +17,9 @@ clocks_start $R/clocks.log
 MOE_WGMMA_TAKE_RUNS=1 bench_ab $R/steps-ab.log MOE_WGMMA_TAKE_STEPS 1,8 $B/moe \
   --shapes deepseek-v3-tp8,qwen3-next-80b-a3b,qwen3-30b-a3b,qwen3-235b-a22b-tp8 --formats fp8_block --M 64,256
 pack
-every_shape_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8,1
+bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 64,128,256
+bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8,1 $B/moe \
+  --shapes qwen3-next-80b-a3b,qwen3-235b-a22b-tp8,deepseek-v3-tp8 --formats fp8_block --M 64,256
 echo "take-runs line winner (8 or 1): $(ab_winner $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8 1)"
 pack
 # Auto's crossover between the swap-AB stages and the grouped GEMM (H100-measured, sessions 28 and 32) after
