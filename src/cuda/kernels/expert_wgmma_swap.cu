@@ -94,12 +94,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     Cycles cycles;
     int ring = 0;
     bool stage1_done = !tile_wait;  // (per warp: tile_ready_wait's answer is the warp's)
-    int taken = 0, shares = 0;      // (thread 0's) the next batch of runs; the batches shared so far
+    unsigned taken = 0;             // (thread 0's) the ticket of the block's next batch of runs
+    int shares = 0;                 // the batches handed to the copier's warps so far
     for (int r = first_run; r < runs;) {
       // Taking runs: thread 0 asks for the block's next batch as this one starts; the answer is needed only
       // after the batch's copies are issued (at least MOE_WGMMA_TAKE_STEPS K steps), so its round trip,
       // long under the weight stream, hides behind them.
-      if (take_runs && tid == 0 && starts_batch(r, per_take)) taken = take_batch(runs_taken);
+      if (take_runs && tid == 0 && starts_batch(r, per_take))
+        taken = take_batch(runs_taken, runs, a.take_hidden);
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
       for (int cb = run.begin; cb < run.end; ++cb) {
         cycles.mark(kCyIssue);
@@ -154,8 +156,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // are done (the release then finds its h stores long drained instead of stalling the warp on them: on
   // DeepSeek-V3 TP8 the arrival right after the stores cost the consumers ~50 cycles a step); -1: none.
   int unannounced = -1;
-  for (int r = blockIdx.x;; r += gridDim.x, ++runs_done) {
-    if (take_runs) r = slot_run(full, run_at_slot, ring);  // (its K loop's first wait then passes at once)
+  const int stride = take_runs ? 0 : static_cast<int>(gridDim.x);  // (taking runs: consumer_next_run's)
+  for (int r = take_runs ? -1 : static_cast<int>(blockIdx.x);; r += stride, ++runs_done) {
+    if (take_runs) r = consumer_next_run(r, per_take, runs, a.take_hidden, full, run_at_slot, ring);
     if (r < 0 || r >= runs) break;
     const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
     SwapHBlock<kN> first{};  // h quantised: the group's first column block while the second runs

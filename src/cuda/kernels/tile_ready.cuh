@@ -71,9 +71,21 @@ __device__ __forceinline__ bool tile_ready_wait(const unsigned* count, unsigned 
 constexpr int kCopierBarrier = 3, kCopierThreads = 128;  // (1: the consumers', 2: the measuring builds' end)
 
 // The counter counts batches handed out past the first wave of blocks. An integer atomic: only its order
-// varies.
-__device__ __forceinline__ int take_batch(unsigned* batches_taken) {
-  return static_cast<int>(gridDim.x + atomicAdd(batches_taken, 1u));
+// varies. Thread 0 has the ticket; the hand-over at the batch's end adds the first wave (any arithmetic on it
+// here would wait for it here). `hidden` (MmaKernelArgs::take_hidden, off by default until measured): an
+// increment wrapping at `bound` (never reached: a block takes one batch more than it runs, so the takes
+// number at most the batches, fewer than the runs) instead of an add, because ptxas turns an add (and an
+// increment wrapping at ~0) into a warp-aggregated atomic whose result it shuffles to the lanes at once, so
+// the copier's first warp stands there for the whole round trip (session 44, the SASS: SHFL right after the
+// ATOMG); an increment with a bound known only at run time stays one ATOMG, first waited for at the
+// hand-over.
+__device__ __forceinline__ unsigned take_batch(unsigned* batches_taken, int bound, bool hidden) {
+  if (!hidden) return atomicAdd(batches_taken, 1u);
+  unsigned ticket;
+  asm volatile("atom.relaxed.gpu.global.inc.u32 %0, [%1], %2;"
+               : "=r"(ticket)
+               : "l"(batches_taken), "r"(static_cast<unsigned>(bound)));
+  return ticket;
 }
 __device__ __forceinline__ int first_run_taken(int per_take) {
   return static_cast<int>(blockIdx.x) * per_take;
@@ -82,15 +94,20 @@ __device__ __forceinline__ bool starts_batch(int r, int per_take) {
   return per_take > 0 && r % per_take == 0;
 }
 
-// The copier's run after r: the next of its batch, or the first of the batch thread 0 took, handed to the
-// copier's four warps through one of two shared ints alternating per batch (`shares` counts them), so thread
-// 0 cannot overwrite a value another warp has yet to read. Past the last run the next batch starts past it
-// too: every batch taken after one holding the last run is a later one.
-__device__ __forceinline__ int copier_next_run(int r, int per_take, int runs, int taken, int (&shared)[2],
-                                               int& shares, int tid) {
-  if ((r + 1) % per_take != 0 && r + 1 < runs) return r + 1;
+// The run after r in its batch, or -1 where the batch ends with r (a batch's last run, or the last run).
+__device__ __forceinline__ int next_in_batch(int r, int per_take, int runs) {
+  return (r + 1) % per_take != 0 && r + 1 < runs ? r + 1 : -1;
+}
+
+// The copier's run after r: the next of its batch, or the first of the batch thread 0 took (`ticket`), handed
+// to the copier's four warps through one of two shared ints alternating per batch (`shares` counts them), so
+// thread 0 cannot overwrite a value another warp has yet to read. Past the last run the next batch starts
+// past it too: every batch taken after one holding the last run is a later one.
+__device__ __forceinline__ int copier_next_run(int r, int per_take, int runs, unsigned ticket,
+                                               int (&shared)[2], int& shares, int tid) {
+  if (next_in_batch(r, per_take, runs) >= 0) return r + 1;
   int& next = shared[shares++ & 1];
-  if (tid == 0) next = taken;
+  if (tid == 0) next = static_cast<int>(gridDim.x + ticket);
   named_barrier_sync(kCopierBarrier, kCopierThreads);
   return next * per_take;
 }
@@ -110,10 +127,16 @@ __device__ __forceinline__ void end_runs(uint64_t (&full)[kStages], uint64_t (&e
   mbar_arrive(&full[slot]);  // the 128 copier threads' cp.async arrivals
 }
 
-// A consumer's next run: the one named in the slot at ring position `ring`, once its copies have landed.
+// A consumer's next run after r (-1 before its first): with `in_batch` (MmaKernelArgs::take_hidden) the next
+// of r's batch, known without waiting, so the run's work item is loaded before its first step's wait as
+// with fixed shares; else the one named in the slot at ring position `ring`, once its copies have landed
+// (the K loop's first wait then passes at once).
 template <int kStages>
-__device__ __forceinline__ int slot_run(uint64_t (&full)[kStages], const int (&run_at_slot)[kStages],
-                                        int ring) {
+__device__ __forceinline__ int consumer_next_run(int r, int per_take, int runs, bool in_batch,
+                                                 uint64_t (&full)[kStages], const int (&run_at_slot)[kStages],
+                                                 int ring) {
+  const int next = in_batch && r >= 0 ? next_in_batch(r, per_take, runs) : -1;
+  if (next >= 0) return next;
   const int slot = ring % kStages;
   mbar_wait(&full[slot], (ring / kStages) & 1);
   return run_at_slot[slot];
