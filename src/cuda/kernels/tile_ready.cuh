@@ -73,11 +73,11 @@ constexpr int kCopierBarrier = 3, kCopierThreads = 128;  // (1: the consumers', 
 // The counter counts batches handed out past the first wave of blocks. An integer atomic: only its order
 // varies. Thread 0 has the ticket; the hand-over at the batch's end adds the first wave (any arithmetic on it
 // here would wait for it here). `hidden` (MmaKernelArgs::take_hidden, off by default until measured): an
-// increment wrapping at `bound` (never reached: a block takes one batch more than it runs, so the takes
-// number at most the batches, fewer than the runs) instead of an add, because ptxas turns an add (and an
-// increment wrapping at ~0) into a warp-aggregated atomic whose result it shuffles to the lanes at once, so
-// the copier's first warp stands there for the whole round trip (session 44, the SASS: SHFL right after the
-// ATOMG); an increment with a bound known only at run time stays one ATOMG, first waited for at the
+// increment wrapping at `bound` (never reached: one take a batch run, the first wave's included, so the
+// tickets stay below the batch count, at most the run count) instead of an add, because ptxas turns an add
+// (and an increment wrapping at ~0) into a warp-aggregated atomic whose result it shuffles to the lanes at
+// once, so the copier's first warp stands there for the whole round trip (session 44, the SASS: SHFL right
+// after the ATOMG); an increment with a bound known only at run time stays one ATOMG, first waited for at the
 // hand-over.
 __device__ __forceinline__ unsigned take_batch(unsigned* batches_taken, int bound, bool hidden) {
   if (!hidden) return atomicAdd(batches_taken, 1u);
