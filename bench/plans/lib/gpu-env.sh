@@ -3,8 +3,9 @@
 # repeat it:
 #   unpack_carry TARBALL DIR   unpacks a scripts/pack-gpu-carry archive into DIR (DIR/bin, DIR/lib) and puts
 #                              its libraries and the machine's cuBLAS on LD_LIBRARY_PATH
-#   start_plan TARBALL         a plan's start (session 38 on): unpack_carry TARBALL /tmp/carry, an empty $R,
-#                              record_gpu $R/gpu.txt; sets B=/tmp/carry/bin
+#   start_plan TARBALL [CYCLES] a plan's start (session 38 on): unpack_carry TARBALL /tmp/carry, an empty $R,
+#                              record_gpu $R/gpu.txt; sets B=/tmp/carry/bin; with CYCLES (an xz tar of
+#                              bin/moe-cycles, a MOE_WGMMA_CYCLES build) unpacked beside it
 #   record_gpu FILE            writes the card's name (what scripts/ingest-gpu-results files the results by)
 #   decode_ab MOE LOG VAR V..  the model's decode step (random Qwen3-30B-A3B fp8, batches 1 and 8) with VAR set
 #                              to each value in turn (list them alternated), its rows into LOG
@@ -334,4 +335,7 @@ start_plan() {
   rm -rf "${R:?}"/* && record_gpu $R/gpu.txt
   B=/tmp/carry/bin  # read by the sourcing plan
   export B
+  if [ -n "${2:-}" ]; then
+    tar -C /tmp/carry -xJf "$2" 2>/dev/null || echo "no cycles build ($2)"
+  fi
 }

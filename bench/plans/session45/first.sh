@@ -10,8 +10,7 @@
 set -uo pipefail
 export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
-start_plan "${CARRY:-.carry/s45a.tar.xz}" || exit 1
-tar -C /tmp/carry -xJf "${CYCLES:-.carry/s45a-cycles.tar.xz}" 2>/dev/null || echo "no cycles build"
+start_plan "${CARRY:-.carry/s45a.tar.xz}" "${CYCLES:-.carry/s45a-cycles.tar.xz}" || exit 1
 grouped_forced_paths 150 0
 stop_on_fault MOE_WGMMA_TAKE_RUNS=1 MOE_WGMMA_TAKE_HIDDEN=1 && exit 1
 clocks_start $R/clocks.log
