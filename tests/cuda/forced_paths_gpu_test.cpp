@@ -321,8 +321,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // from M=8 here: 4 pairs an expert), and the swapped stage 2 starting per tile (grouped_gemm_tile_ready:
   // bf16, and fp8 with h quantised by stage 1), its blocks taking their runs from a counter or each a fixed
   // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), each with its
-  // round trip hidden (grouped_gemm_take_hidden), and with the
-  // first weights requested early: the same bits, y in bf16 the same bits as its kind's first y in bf16.
+  // round trip hidden (grouped_gemm_take_hidden), and with the first weights requested early: the same bits,
+  // y in bf16 the same bits as its kind's first y in bf16.
   // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;

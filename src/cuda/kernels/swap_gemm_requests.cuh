@@ -10,6 +10,7 @@
 #include "cuda/kernels/bulk_copy.cuh"
 #include "cuda/kernels/expert_mma_tile.cuh"
 #include "cuda/kernels/swap_tile_loader.cuh"
+#include "cuda/kernels/tile_ready.cuh"
 #include "cuda/kernels/wgmma_ring.cuh"
 
 namespace moe::cuda::swap_gemm {
@@ -44,7 +45,7 @@ template <int kStages>
 __device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint32_t smem0, int slot_bytes,
                                      const CUtensorMap* w_map, uint64_t (&full)[kStages], int per_take) {
   const int items = *a.num_tiles * n_blocks;
-  const int first = per_take > 0 ? static_cast<int>(blockIdx.x) * per_take : static_cast<int>(blockIdx.x);
+  const int first = per_take > 0 ? first_run_taken(per_take) : static_cast<int>(blockIdx.x);
   const int end = per_take > 0 ? min(items, first + per_take) : items;
   const int stride = per_take > 0 ? 1 : static_cast<int>(gridDim.x);
   int ring = 0;
