@@ -438,7 +438,18 @@ int auto_swap_ab_below(int hidden, int inter, bool fp8, int experts) {
   // 232.2); with 512 experts (Qwen3-Next: ~310 active at 48 tokens, each its own swap-AB group) the grouped
   // GEMM still leads at 48 (fp8 404.6 vs 437.8, bf16 705.8 vs 773.6). DeepSeek-V3 TP8 fp8: the swap-AB
   // stages lead at 24 and 28 (227.2 vs 259.4, 253.5 vs 264.5), the grouped GEMM at 32 (264.9 vs 289.1).
-  if (hidden <= 4096) return experts <= 128 ? 64 : 48;
+  // Session 45 (H100, after sessions 39-44 sped the grouped GEMM up): with at most 128 experts a wide
+  // intermediate (Qwen3-30B-A3B, I = 768) has the grouped GEMM ahead from 8 tokens in bf16 (171.6 vs 177.0,
+  // 16: 286.9 vs 301.2, 48: 387.0 vs 398.6) and from 16-24 in fp8 (24: 179.3 vs 182.4, 48: 212.5 vs 214.8;
+  // level at 16 and 32; session 38's H200 had it 8 % ahead at 16); a narrow one (Qwen3-235B-A22B TP8, I =
+  // 192) keeps the swap-AB stages to 64 in fp8 (48: 116.8 vs 140.5) and to 16 in bf16 (the grouped GEMM
+  // ahead at 24-48 by ~1.5 %). Not below kDecodeOnePathTokens + 1 there: a decode batch keeps the one
+  // path, so a token's bits do not depend on how many others share its step (bf16 at 8 tokens gives up ~3 %).
+  if (hidden <= 4096 && experts <= 128) {
+    if (inter >= 512) return fp8 ? 16 : kDecodeOnePathTokens + 1;
+    return fp8 ? 64 : 24;
+  }
+  if (hidden <= 4096) return 48;
   if (inter <= 256) return fp8 ? 32 : 16;
   return fp8 ? 12 : 4;
 }

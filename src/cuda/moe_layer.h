@@ -105,8 +105,9 @@ class MoeWorkspace {
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
 // M <= kFusedMaxTokens where it applies and MOE_FUSED=1 (off by default: measured slower than the swap-AB
 // stages, docs/performance.md); the tensor-core grouped GEMM
-// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (64 tokens where
-// H <= 4096 with at most 128 experts, 48 with more; 4 to 32 by format and intermediate size where H > 4096;
+// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (8 to 64 tokens by
+// format and intermediate size where H <= 4096 with at most 128 experts, 48 with more; 4 to 32 by format
+// and intermediate size where H > 4096;
 // MOE_SWAP_AB_BELOW=N replaces it, to measure); below that the swap-AB tensor-core
 // stages (expert_swap_ab.h) for bf16 and fp8_block; else (mxfp4) the CUDA-core GEMV. Each of them is batch
 // invariant over the M it takes, not across a switch between them. Gemv / Mma / Stream / Decode / Fused /
@@ -176,6 +177,10 @@ int mma_min_tokens();
 // per-rank intermediate size `inter` (fp8: fp8 activations) and `experts` experts: the swap-AB stages below
 // it. Host arithmetic, tested without a GPU.
 int auto_swap_ab_below(int hidden, int inter, bool fp8, int experts);
+// The decode batches (up to this many tokens) that auto_swap_ab_below keeps on one path where H <= 4096, so
+// a token's output is the same bits alone and inside them (batch invariance; the H > 4096 layers give it up
+// where the grouped GEMM is faster from fewer tokens).
+constexpr int kDecodeOnePathTokens = 8;
 
 // For measuring (the model's MOE_STEP_STAMPS): called on the host after each of the op's launches with the
 // part's name ("moe prologue", "moe stage 1", ...), to put a timer stamp in the stream. Null (the default):

@@ -57,11 +57,13 @@ TEST(TakesRuns, InBatchesThatCoverTheSetKSteps) {
   EXPECT_GE(grouped_gemm_take_steps(), 1);
 }
 
-// The crossovers sessions 28 and 32 measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW): per shape
-// and format, the most tokens at which the swap-AB stages were faster and the fewest at which the grouped
-// GEMM was (session 32's where it measured them: Qwen3-30B-A3B and Qwen3-235B-A22B TP8 at 48-64, Qwen3-Next
-// bf16 at 32, DeepSeek-V3 TP8 fp8 at 24-32). Auto must switch between them. (Rows within 1 % are left out as
-// noise; so is Qwen3-30B-A3B bf16, within 0.5 % either way from 16 to 64 tokens in session 32.)
+// The crossovers measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW; session 45's where it
+// measured them: Qwen3-30B-A3B both formats and Qwen3-235B-A22B TP8 bf16; session 32's Qwen3-Next,
+// Qwen3-235B-A22B TP8 fp8 and DeepSeek-V3 TP8 fp8; session 28's the rest): per shape and format, the most
+// tokens at which the swap-AB stages were faster and the fewest at which the grouped GEMM was. Auto must
+// switch between them. (Rows within 1 % are left out as noise; Qwen3-30B-A3B bf16 had the grouped GEMM ahead
+// from 8 tokens, the fewest measured, and 1 stands for the swap-AB side: the next test keeps its decode
+// batches on one path.)
 TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
   struct Crossover {
     const char* shape;
@@ -69,11 +71,12 @@ TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
     bool fp8;
     int swap_ab_faster_at, grouped_gemm_faster_at;
   };
-  for (const Crossover& c : {Crossover{"qwen3-30b-a3b", 2048, 768, 128, true, 56, 64},
+  for (const Crossover& c : {Crossover{"qwen3-30b-a3b", 2048, 768, 128, true, 8, 24},
+                             Crossover{"qwen3-30b-a3b", 2048, 768, 128, false, 1, 16},
                              Crossover{"qwen3-next-80b-a3b", 2048, 512, 512, true, 32, 48},
                              Crossover{"qwen3-next-80b-a3b", 2048, 512, 512, false, 32, 48},
                              Crossover{"qwen3-235b-a22b-tp8", 4096, 192, 128, true, 56, 64},
-                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, 128, false, 56, 64},
+                             Crossover{"qwen3-235b-a22b-tp8", 4096, 192, 128, false, 8, 24},
                              Crossover{"deepseek-v3-tp8", 7168, 256, 256, true, 28, 32},
                              Crossover{"deepseek-v3-tp8", 7168, 256, 256, false, 12, 16},
                              Crossover{"deepseek-v3", 7168, 2048, 256, true, 8, 12},
@@ -82,6 +85,18 @@ TEST(AutoSwapAbBelow, FollowsTheMeasuredCrossovers) {
     EXPECT_GT(below, c.swap_ab_faster_at) << c.shape << (c.fp8 ? " fp8" : " bf16");
     EXPECT_LE(below, c.grouped_gemm_faster_at) << c.shape << (c.fp8 ? " fp8" : " bf16");
   }
+}
+
+// Where H <= 4096 a decode batch (up to kDecodeOnePathTokens) stays on the swap-AB stages, so a token's bits
+// are the same alone and inside it (the GPU test FusedMoeGpu checks the bits at 8 tokens): the intermediate
+// sizes of Qwen3-30B-A3B and its TP ranks, Qwen3-Next's, Qwen3-235B-A22B's and its ranks, both formats.
+TEST(AutoSwapAbBelow, KeepsDecodeBatchesOnOnePath) {
+  for (const int experts : {128, 512})
+    for (const int hidden : {2048, 4096})
+      for (const int inter : {96, 192, 384, 512, 768, 1536})
+        for (const bool fp8 : {true, false})
+          EXPECT_GT(auto_swap_ab_below(hidden, inter, fp8, experts), kDecodeOnePathTokens)
+              << "H " << hidden << " I " << inter << " E " << experts << (fp8 ? " fp8" : " bf16");
 }
 
 // The swap-AB stages' K warps: 8 for a wide K and 4 otherwise with the balancing off; balanced, the count
