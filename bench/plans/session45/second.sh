@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Session 45's second call (carry .carry/s45a.tar.xz, main's build at 963bb61): what the first call (an H100)
-# found, asked of the H200. Auto's path crossover on all four swapped-kernel shapes, both formats, 2 to 64
+# Session 45's second call (carry .carry/s45b.tar.xz, main's build at b1b1462: Auto's new threshold by
+# intermediate size; and .carry/s45b-old38.tar.xz): what the first call (an H100) found, asked of the H200. Auto's path crossover on all four swapped-kernel shapes, both formats, 2 to 64
 # tokens (the H100 had Qwen3-30B-A3B bf16's grouped GEMM ahead from 8 tokens, 171.6 vs 177.0 us, and fp8's
 # from 24; Qwen3-235B-A22B TP8 bf16's from 24); stage 2 taking its runs against fixed shares from 128 to 512
 # tokens (both cards had Qwen3-235B-A22B TP8 fp8 M=256 ~3.5 % faster taking them, every other short-K row
-# level or slower); the hidden take on this card; the 128-pair kernel's M=1024 and 4096 from session 38's main
+# level or slower); the hidden take on this card; the quick gpu-check of b1b1462 (the H200's column); the 128-pair kernel's M=1024 and 4096 from session 38's main
 # (5a4269c, .carry/s45b-old38.tar.xz: bin/moe-38) against today's, alternated, same lease (the H200's M=4096
 # measured 653.8 us in session 44 against 633.7-637 in session 38).
 set -uo pipefail
 export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
-start_plan "${CARRY:-.carry/s45a.tar.xz}" "${OLD:-.carry/s45b-old38.tar.xz}" || exit 1
+start_plan "${CARRY:-.carry/s45b.tar.xz}" "${OLD:-.carry/s45b-old38.tar.xz}" || exit 1
 clocks_start $R/clocks.log
 PT_PATHS=mma,swap-ab path_thresholds $B/moe \
   qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b,deepseek-v3-tp8 fp8_block,bf16 2,4,8,12,16,24,32,48,64 150
 grep -vE "^path-thresholds:" $R/path-thresholds.log
+quick_gpu_check $B 150
 if [ -x $B/moe-38 ]; then
   ab_op_rows $B/moe-38 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 64,1024,4096 > $R/old38-ab.log
   cat $R/old38-ab.log
