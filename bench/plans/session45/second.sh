@@ -12,10 +12,10 @@ export END=${END:-540}
 source bench/plans/lib/gpu-env.sh
 start_plan "${CARRY:-.carry/s45b.tar.xz}" "${OLD:-.carry/s45b-old38.tar.xz}" || exit 1
 clocks_start $R/clocks.log
+quick_gpu_check $B 60
 PT_PATHS=mma,swap-ab path_thresholds $B/moe \
-  qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b,deepseek-v3-tp8 fp8_block,bf16 2,4,8,12,16,24,32,48,64 150
+  qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b,deepseek-v3-tp8 fp8_block,bf16 2,4,8,12,16,24,32,48,64 5
 grep -vE "^path-thresholds:" $R/path-thresholds.log
-quick_gpu_check $B 150
 if [ -x $B/moe-38 ]; then
   ab_op_rows $B/moe-38 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 64,1024,4096 > $R/old38-ab.log
   cat $R/old38-ab.log
