@@ -21,6 +21,10 @@ if [ -x $B/moe-38 ]; then
   cat $R/old38-ab.log
 fi
 pack
+# Since session 38 the 128-pair kernel's calls changed by default in two ways a switch undoes: the tile list
+# from the grouping (session 39) and y in bf16 at every M (session 40).
+bench_ab $R/m4096-ab.log MOE_GROUPING_TILES 1,0 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 4096
+bench_ab $R/m4096-ab.log MOE_GROUPED_Y_BF16 1,0 $B/moe --shapes qwen3-30b-a3b --formats fp8_block --M 4096
 bench_ab $R/take-ab.log MOE_WGMMA_TAKE_RUNS 8,1 $B/moe \
   --shapes qwen3-235b-a22b-tp8,qwen3-30b-a3b,qwen3-next-80b-a3b,deepseek-v3-tp8 --formats fp8_block \
   --M 64,128,192,256,384,512
