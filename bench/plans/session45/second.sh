@@ -33,6 +33,28 @@ pack
 MOE_WGMMA_TAKE_RUNS=1 bench_ab $R/hidden-ab.log MOE_WGMMA_TAKE_HIDDEN 0,1 $B/moe \
   --shapes deepseek-v3-tp8,qwen3-30b-a3b,qwen3-next-80b-a3b --formats fp8_block --M 64,256
 bench_ab $R/hidden-ab.log MOE_WGMMA_TAKE_HIDDEN 0,1 $B/moe --shapes deepseek-v3 --formats fp8_block --M 64,256
+# The swapped kernel's ring capped (measuring builds "MOE_SWAP_RING_SLOTS=N", .carry/s45c-ring.tar.xz:
+# bin/moe-ring4, bin/moe-ring6, bin/moe-cycles-ring4; swap_tile_loader.cuh says why), and its largest pair
+# tile (MOE_WGMMA_SWAP_MAX_TILE, 32 by default) where stage 2 is bound by its consumers.
+tar -C /tmp/carry -xJf "${RING:-.carry/s45c-ring.tar.xz}" 2>/dev/null || echo "no ring builds"
+for n in 6 4; do
+  [ -x $B/moe-ring$n ] && [ "$(cap 60 0)" -ge 60 ] &&
+    ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 16,64,256 \
+      > $R/ring$n-ab.log && pivot_rows $R/ring$n-ab.log
+  [ -x $B/moe-ring$n ] && [ "$(cap 60 0)" -ge 60 ] &&
+    ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-next-80b-a3b,deepseek-v3-tp8,qwen3-235b-a22b-tp8 \
+      --formats fp8_block --M 64,256 >> $R/ring$n-ab.log && pivot_rows $R/ring$n-ab.log
+  pack
+done
+bench_ab $R/max-tile-ab.log MOE_WGMMA_SWAP_MAX_TILE 32,16,64 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
+  --M 128,256
 clocks_stop
+pack
+if [ -x $B/moe-cycles-ring4 ] && [ -x $B/moe-cycles ] && [ "$(cap 40 0)" -ge 40 ]; then
+  for bin in moe-cycles moe-cycles-ring4; do
+    timeout "$(cap 30 0)" $B/$bin bench --shapes qwen3-30b-a3b --formats fp8_block --M 256 > $R/cycles-$bin.log 2>&1
+    echo "$bin"; grep -A10 "swapped grouped GEMM cycles" $R/cycles-$bin.log
+  done
+fi
 pack
 echo "done t=$(el)"

@@ -35,9 +35,18 @@ constexpr int slot_bytes() {
   return (pair_scales_offset<kN>() + kN * 4 + kSwizzleAlign - 1) / kSwizzleAlign * kSwizzleAlign;
 }
 // As many slots as fit in 220 KB (at most 12): with few pairs the kernel streams weights, and a deeper ring
-// keeps more of them in flight (11 slots for 16-pair tiles, 8 for 64).
+// keeps more of them in flight (11 slots for 16-pair tiles, 8 for 64). Measuring builds may cap it
+// (scripts/build-measuring "MOE_SWAP_RING_SLOTS=N"): past the card's knee (the H200's ~56 KB in flight per
+// SM, session 35's queue-latency probe: L2 answered in 468 ns there, 1407 at 112 KB, 2871 at 168) a deeper
+// ring adds little bandwidth but queues every global load of the consumers (the items' pair ids, tile
+// entries and stage 2's tile counts) behind it, and the H200's stage 2 is bound by its consumers from 256
+// tokens (session 38's cycles: 44 % of a step in item set-up and epilogue).
+#ifndef MOE_SWAP_RING_SLOTS
+#define MOE_SWAP_RING_SLOTS 12
+#endif
 template <int kN>
-constexpr int kStages = std::min(12, (220 * 1024 - kSwizzleAlign) / slot_bytes<kN>());
+constexpr int kStages = std::min(MOE_SWAP_RING_SLOTS, (220 * 1024 - kSwizzleAlign) / slot_bytes<kN>());
+static_assert(MOE_SWAP_RING_SLOTS >= 2, "the ring needs two slots at least");
 
 // Weight row behind tile row r (and the output n it serves, half 0 = gate / 1 = up for stage 1), -1 past
 // the outputs.
