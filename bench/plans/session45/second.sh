@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 45's second call (carry .carry/s45b.tar.xz, main's build at b1b1462: Auto's new threshold by
-# intermediate size; and .carry/s45b-old38.tar.xz): what the first call (an H100) found, asked of the H200. Auto's path crossover on all four swapped-kernel shapes, both formats, 2 to 64
+# intermediate size; .carry/s45b-old38.tar.xz; .carry/s45c-ring.tar.xz): what the first call (an H100)
+# found, asked of the H200. Auto's path crossover on all four swapped-kernel shapes, both formats, 2 to 64
 # tokens (the H100 had Qwen3-30B-A3B bf16's grouped GEMM ahead from 8 tokens, 171.6 vs 177.0 us, and fp8's
 # from 24; Qwen3-235B-A22B TP8 bf16's from 24); stage 2 taking its runs against fixed shares from 128 to 512
 # tokens (both cards had Qwen3-235B-A22B TP8 fp8 M=256 ~3.5 % faster taking them, every other short-K row
