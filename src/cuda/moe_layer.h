@@ -105,7 +105,7 @@ class MoeWorkspace {
 // How stages 1 and 2 run. Auto takes, in order: the one-launch fused decode kernel (expert_fused.h) for
 // M <= kFusedMaxTokens where it applies and MOE_FUSED=1 (off by default: measured slower than the swap-AB
 // stages, docs/performance.md); the tensor-core grouped GEMM
-// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (8 to 64 tokens by
+// (expert_mma.h) when the formats have one and M is at least auto_swap_ab_below() (9 to 64 tokens by
 // format and intermediate size where H <= 4096 with at most 128 experts, 48 with more; 4 to 32 by format
 // and intermediate size where H > 4096;
 // MOE_SWAP_AB_BELOW=N replaces it, to measure); below that the swap-AB tensor-core

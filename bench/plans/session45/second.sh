@@ -18,7 +18,8 @@ PT_PATHS=mma,swap-ab path_thresholds $B/moe \
   qwen3-30b-a3b,qwen3-235b-a22b-tp8,qwen3-next-80b-a3b,deepseek-v3-tp8 fp8_block,bf16 2,4,8,12,16,24,32,48,64 5
 grep -vE "^path-thresholds:" $R/path-thresholds.log
 if [ -x $B/moe-38 ]; then
-  ab_op_rows $B/moe-38 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 64,1024,4096 > $R/old38-ab.log
+  echo "# ab_op_rows' labels: main = session 38's binary (5a4269c), new = this carry's" > $R/old38-ab.log
+  ab_op_rows $B/moe-38 $B/moe --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 64,1024,4096 >> $R/old38-ab.log
   cat $R/old38-ab.log
 fi
 pack
@@ -39,12 +40,11 @@ bench_ab $R/hidden-ab.log MOE_WGMMA_TAKE_HIDDEN 0,1 $B/moe --shapes deepseek-v3 
 # tile (MOE_WGMMA_SWAP_MAX_TILE, 32 by default) where stage 2 is bound by its consumers.
 tar -C /tmp/carry -xJf "${RING:-.carry/s45c-ring.tar.xz}" 2>/dev/null || echo "no ring builds"
 for n in 6 4; do
-  [ -x $B/moe-ring$n ] && [ "$(cap 60 0)" -ge 60 ] &&
-    ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 16,64,256 \
-      > $R/ring$n-ab.log && pivot_rows $R/ring$n-ab.log
-  [ -x $B/moe-ring$n ] && [ "$(cap 60 0)" -ge 60 ] &&
-    ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-next-80b-a3b,deepseek-v3-tp8,qwen3-235b-a22b-tp8 \
-      --formats fp8_block --M 64,256 >> $R/ring$n-ab.log && pivot_rows $R/ring$n-ab.log
+  [ -x $B/moe-ring$n ] && [ "$(cap 120 0)" -ge 120 ] || continue
+  ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 16,64,256 > $R/ring$n-ab.log
+  ab_op_rows $B/moe $B/moe-ring$n --shapes qwen3-next-80b-a3b,deepseek-v3-tp8,qwen3-235b-a22b-tp8 \
+    --formats fp8_block --M 64,256 >> $R/ring$n-ab.log
+  pivot_rows $R/ring$n-ab.log
   pack
 done
 bench_ab $R/max-tile-ab.log MOE_WGMMA_SWAP_MAX_TILE 32,16,64 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
