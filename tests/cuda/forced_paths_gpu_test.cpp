@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -355,6 +356,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   const int take_runs_default = cuda::grouped_gemm_take_runs();
   const int take_steps_default = cuda::grouped_gemm_take_steps();
   const bool take_hidden_default = cuda::grouped_gemm_take_hidden();
+  const int take_at_tail_default = cuda::grouped_gemm_take_at_tail();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
             two_parts_default = cuda::grouped_gemm_two_parts();
@@ -446,6 +448,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_take_runs(kernel.take_runs ? 1 : 0);
     cuda::set_grouped_gemm_take_steps(kernel.one_run_a_take ? 1 : take_steps_default);
     cuda::set_grouped_gemm_take_hidden(kernel.take_hidden);
+    cuda::set_grouped_gemm_take_at_tail(0);  // (its own test below)
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
       const std::vector<float> out = run(layer, ws, g, M, path);
@@ -499,6 +502,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_take_runs(take_runs_default);
   cuda::set_grouped_gemm_take_steps(take_steps_default);
   cuda::set_grouped_gemm_take_hidden(take_hidden_default);
+  cuda::set_grouped_gemm_take_at_tail(take_at_tail_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.
   EXPECT_FALSE(cuda::grouped_gemm_gate_up_box_refused()) << "the driver refused the 5-D gate/up tensor map";
@@ -536,6 +540,63 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   }
   cuda::set_grouped_gemm_tile_ready(tile_ready_default);
   cuda::set_grouping_lists_tiles(lists_tiles_default);
+}
+
+// The swapped stage 2 taking its runs where stage 1's fixed shares leave a tail (stage1_tail_takes_runs),
+// decided on the GPU from the call's tile count: Qwen3-235B-A22B TP8's experts and intermediate size (128,
+// top 8, I = 192: two stage-1 runs and two K steps of stage 2 a tile) at 384 tokens, ~133 tiles of 32 pairs,
+// so stage 1's 266-odd runs leave a few of its blocks a run more. The runs-taken count after the tiles' says
+// whether the blocks took their runs: they must have exactly where the host's rule says so (from an idle
+// share of 1 %, so any remainder but a full wave's), never with the rule off, and the bits must not change.
+TEST(TakeAtTailGpu, Stage2TakesItsRunsWhereTheRuleSays) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr int kM = 384, kE = 128, kH = 1024, kI = 192;
+  const int percent_default = cuda::grouped_gemm_take_at_tail();
+  for (const WeightFormat f : {WeightFormat::Fp8Block, WeightFormat::Bf16}) {
+    const bool fp8 = f == WeightFormat::Fp8Block;
+    const GpuCase g = make_case(f, kM, kE, kH, kI, 8, 0);
+    const cuda::DeviceMoeLayer layer = upload_rank(g);
+    cuda::MoeWorkspace ws(layer, kM);
+    const std::vector<float> ref = reference_of(g);
+    const double tol = default_tolerance(g.c.config);
+    // Stage 1's runs a tile (fp8: its 128-wide groups of h; bf16: its 64-output column blocks) and stage 2's
+    // (128-row column blocks of y), their grids (a block per SM, or one per run), the runs a take hands out.
+    const int runs1_a_tile = fp8 ? (kI + 127) / 128 : (kI + 63) / 64, runs2_a_tile = kH / 128;
+    const int blocks1 = std::min(ws.mma_max_tiles * ((kI + 63) / 64), cuda::sm_count()),
+              blocks2 = std::min(ws.mma_max_tiles * runs2_a_tile, cuda::sm_count());
+    const int per_take =
+        cuda::runs_per_take(fp8 ? (kI + 127) / 128 : (kI + 63) / 64, cuda::grouped_gemm_take_steps());
+    std::vector<float> first;
+    for (const int percent : {0, 1, 0, 1}) {
+      cuda::set_grouped_gemm_take_at_tail(percent);
+      const std::vector<float> out = run(layer, ws, g, kM, cuda::GemmPath::Mma);
+      int tiles = 0;
+      MOE_CUDA_CHECK(cudaMemcpy(&tiles, ws.mma_num_tiles.get(), 4, cudaMemcpyDeviceToHost));
+      ASSERT_GT(tiles, 0);
+      ASSERT_LE(tiles, ws.mma_max_tiles);
+      unsigned taken = 0;
+      MOE_CUDA_CHECK(
+          cudaMemcpy(&taken, ws.mma_tile_ready.as<unsigned>() + tiles + 1, 4, cudaMemcpyDeviceToHost));
+      const bool expected = cuda::stage1_tail_takes_runs(tiles * runs1_a_tile, blocks1, tiles * runs2_a_tile,
+                                                         blocks2, per_take, percent);
+      const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
+      std::printf(
+          "[take at tail %d %%, %s] M=%d tiles %d, stage 1 %d runs on %d blocks: %s (batches taken "
+          "past the first wave: %u) %s\n",
+          percent, std::string(format_name(f)).c_str(), kM, tiles, tiles * runs1_a_tile, blocks1,
+          expected ? "takes" : "fixed shares", taken, verdict_line(cmp, tol).c_str());
+      EXPECT_EQ(taken > 0, expected) << format_name(f) << " " << percent << " %, " << tiles << " tiles";
+      if (percent == 0) {
+        EXPECT_EQ(taken, 0u) << "the rule off";
+      }
+      EXPECT_EQ(non_finite(out), 0);
+      EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
+      if (first.empty()) first = out;
+      EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * 4))
+          << "bits changed, " << percent << " %";
+    }
+  }
+  cuda::set_grouped_gemm_take_at_tail(percent_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -177,6 +177,32 @@ void set_grouped_gemm_take_hidden(bool on);
 int runs_per_take(int stage2_steps, int take_steps);
 // Whether stage 2 per tile takes its runs (MmaKernelArgs::take_runs) at `stage2_steps` K steps.
 bool takes_runs(int stage2_steps, int min_steps);
+// Where stage 2 per tile keeps fixed shares by its K steps, whether its blocks take their runs anyway because
+// stage 1's fixed shares leave a tail (MOE_WGMMA_TAKE_AT_TAIL=N, default 8; 0: never). Stage 1's `runs1`
+// runs over its `blocks1` blocks, a fixed share each: where they do not divide, `runs1 % blocks1` blocks
+// have one run more and end a stage-1 run after the others, whose SMs stage 2's blocks take that much
+// earlier; with fixed shares in stage 2 those early blocks do no more than the late ones, so the call ends
+// up to a stage-1 run late. Taking runs lets them do more, at the cost of a take's hand-over per batch
+// (`per_take` runs). Worth it where the early SMs' head start, as a share of a stage-1 block's work
+// ((blocks1 - remainder) / blocks1 / (runs a late block does)), is at least `min_idle_percent` and stage 2's
+// blocks take at most kTailMaxTakes batches each. Session 46 (H100, fixed shares / taking, two rounds):
+// Qwen3-235B-A22B TP8 fp8 M=384 (tiles ~133: 266 stage-1 runs, 2 left over) 217.5 / 184.9 us, M=192 175.7
+// / 161.7; Qwen3-30B-A3B fp8 M=384 260.2 / 245.8, M=192 232.5 / 228.9; while where the remainder was large
+// (Qwen3-30B-A3B M=128, 108 of 132 left over) 220.3 / 221.6, and where stage 2's blocks take 20-30 batches
+// each (Qwen3-Next, DeepSeek-V3 TP8) taking lost 1-2 % at every M. Decided on the GPU from the call's tile
+// count (stage2_runs_per_take); the same bits either way.
+constexpr int kTailMaxTakes = 12;
+MOE_HD bool stage1_tail_takes_runs(int runs1, int blocks1, int runs2, int blocks2, int per_take,
+                                   int min_idle_percent) {
+  if (min_idle_percent <= 0 || runs1 <= 0 || blocks1 <= 0 || blocks2 <= 0 || per_take <= 0) return false;
+  const int working = runs1 < blocks1 ? runs1 : blocks1;
+  const int late = runs1 % working, late_runs = runs1 / working + 1;
+  if (late == 0) return false;  // every block the same share: no tail
+  const int takes = (runs2 + blocks2 * per_take - 1) / (blocks2 * per_take);
+  return 100 * (working - late) >= min_idle_percent * working * late_runs && takes <= kTailMaxTakes;
+}
+int grouped_gemm_take_at_tail();
+void set_grouped_gemm_take_at_tail(int min_idle_percent);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits
 // for the whole of stage 1: only the swapped kernel (pair_tile below kMmaTileRows), only where stage 2
 // follows stage 1 directly (bf16, or fp8 with h quantised by stage 1: no fp8_rows between them), only where

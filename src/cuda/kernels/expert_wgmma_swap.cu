@@ -44,6 +44,20 @@ constexpr int kEndBarrier = 2;
 #endif
 using namespace swap_gemm;  // the kernel's items, slots, requests and epilogue
 
+// Stage 2's runs a take hands out, 0 for fixed shares: a.take_runs, or a.take_runs_at_tail where stage 1's
+// fixed shares leave this call's tiles a tail (stage1_tail_takes_runs). One tile count, so the same answer in
+// every thread of the grid. Stage 1's runs a tile and its blocks are its arrival counts over its consumer
+// warps (tile_ready_target, tile_ready_done_target). The tile list is final here, before the wait (see
+// request_early_weights): only stage 2 per tile has a tail rule.
+__device__ __forceinline__ int stage2_runs_per_take(const MmaKernelArgs& a, int n_blocks) {
+  if (a.take_runs > 0 || a.take_runs_at_tail <= 0) return a.take_runs;
+  const int tiles = *a.num_tiles;
+  const bool tail = stage1_tail_takes_runs(
+      tiles * (a.tile_ready_target / kSwapConsumerWarps), a.tile_ready_done_target / kSwapConsumerWarps,
+      tiles * n_blocks, static_cast<int>(gridDim.x), a.take_runs_at_tail, a.take_at_tail_percent);
+  return tail ? a.take_runs_at_tail : 0;
+}
+
 template <bool kFp8, int kStage, int kN>
 __global__ void __launch_bounds__(kThreads, 1)
     expert_wgmma_swap_kernel(MmaKernelArgs a, int n_blocks, const __grid_constant__ CUtensorMap w_map,
@@ -60,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
-  const int per_take = kStage == 2 ? a.take_runs : 0;  // runs a take hands out; 0: a fixed share per block
+  const int per_take = kStage == 2 ? stage2_runs_per_take(a, n_blocks) : 0;  // 0: a fixed share per block
   const bool take_runs = per_take > 0;
   init_ring_barriers(full, empty, kFp8, take_runs);
   // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
