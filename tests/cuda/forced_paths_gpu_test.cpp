@@ -321,8 +321,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // column block), and with it stage 1 launched during the grouping to prefetch (grouped_gemm_prefetch_steps,
   // from M=8 here: 4 pairs an expert), and the swapped stage 2 starting per tile (grouped_gemm_tile_ready:
   // bf16, and fp8 with h quantised by stage 1), its blocks taking their runs from a counter or each a fixed
-  // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), each with its
-  // round trip hidden (grouped_gemm_take_hidden), and with the first weights requested early: the same bits,
+  // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), and with the
+  // first weights requested early: the same bits,
   // y in bf16 the same bits as its kind's first y in bf16.
   // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
@@ -330,13 +330,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
-    bool prefetch = false, tile_ready = false, take_runs = true, one_run_a_take = false, take_hidden = false;
-  };
-  // A row with the take's round trip hidden (grouped_gemm_take_hidden).
-  const auto hidden_take = [](const char* name, Kernel k) {
-    k.name = name;
-    k.take_hidden = true;
-    return k;
+    bool prefetch = false, tile_ready = false, take_runs = true, one_run_a_take = false;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -355,7 +349,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   const int tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int take_runs_default = cuda::grouped_gemm_take_runs();
   const int take_steps_default = cuda::grouped_gemm_take_steps();
-  const bool take_hidden_default = cuda::grouped_gemm_take_hidden();
   const int take_at_tail_default = cuda::grouped_gemm_take_at_tail();
   const int prefetch_steps_default = cuda::grouped_gemm_prefetch_steps();
   const int y_bf16_min_default = cuda::grouped_gemm_y_bf16_min_tokens(),
@@ -385,15 +378,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, one run a take", true,
                true, true, true, false, false, false, false, false, false, true, false, false, true, true,
                true, true, true},
-        hidden_take("wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, hidden take",
-                    Kernel{"", true, true, true, true, false, false, false, false, false, false, true, false,
-                           false, true, true, true, true, false}),
-        hidden_take("wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, one hidden take",
-                    Kernel{"", true, true, true, true, false, false, false, false, false, false, true, false,
-                           false, true, true, true, true, true}),
-        hidden_take("wgmma swapped, tile ready, hidden take",
-                    Kernel{"", true, true, true, true, false, false, false, false, false, false, false, false,
-                           false, false, false, true, true, false}),
         Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights, tile ready", true,
                true, true, true, false, false, false, false, false, false, true, true, true, true, false,
                true},
@@ -447,7 +431,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
     cuda::set_grouped_gemm_take_runs(kernel.take_runs ? 1 : 0);
     cuda::set_grouped_gemm_take_steps(kernel.one_run_a_take ? 1 : take_steps_default);
-    cuda::set_grouped_gemm_take_hidden(kernel.take_hidden);
     cuda::set_grouped_gemm_take_at_tail(0);  // (its own test below)
     const char* name = kernel.name;
     for (int M : {1, 5, 40, 80, 130, kM}) {
@@ -501,7 +484,6 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_tile_ready(tile_ready_default);
   cuda::set_grouped_gemm_take_runs(take_runs_default);
   cuda::set_grouped_gemm_take_steps(take_steps_default);
-  cuda::set_grouped_gemm_take_hidden(take_hidden_default);
   cuda::set_grouped_gemm_take_at_tail(take_at_tail_default);
   // The one-box rows copied per box if the driver refused their map (warned, and the bits then match
   // trivially): that must not pass unnoticed.

@@ -230,7 +230,6 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.take_at_tail_percent = k.take_runs == 0 && ready_target > 0 ? grouped_gemm_take_at_tail() : 0;
   k.take_runs_at_tail =
       k.take_at_tail_percent > 0 ? runs_per_take(stage2_steps, grouped_gemm_take_steps()) : 0;
-  k.take_hidden = (k.take_runs > 0 || k.take_runs_at_tail > 0) && grouped_gemm_take_hidden() ? 1 : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = stage2_steps;
@@ -281,8 +280,6 @@ EnvCount take_steps_setting("MOE_WGMMA_TAKE_STEPS", 8, 1, 1 << 20);
 // Session 46: stage 2 taking its runs where stage 1's fixed shares leave a tail (grouped_gemm_take_at_tail),
 // from an 8 % head start: measured faster (expert_mma.h).
 EnvCount take_at_tail_setting("MOE_WGMMA_TAKE_AT_TAIL", 8, 0, 100);
-// Session 44: the take's round trip hidden (grouped_gemm_take_hidden), off until measured.
-EnvSwitch take_hidden_switch("MOE_WGMMA_TAKE_HIDDEN", false);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -391,14 +388,6 @@ int grouped_gemm_take_steps() {
 
 void set_grouped_gemm_take_steps(int steps) {
   take_steps_setting.set(steps);
-}
-
-bool grouped_gemm_take_hidden() {
-  return take_hidden_switch.get();
-}
-
-void set_grouped_gemm_take_hidden(bool on) {
-  take_hidden_switch.set(on);
 }
 
 namespace {

@@ -164,15 +164,6 @@ void set_grouped_gemm_take_runs(int min_steps);
 // set_grouped_gemm_take_steps overrides it. The same bits either way.
 int grouped_gemm_take_steps();
 void set_grouped_gemm_take_steps(int steps);
-// Where stage 2 takes its runs, whether the take's round trip is hidden: thread 0's atomic as an increment
-// that ptxas leaves one ATOMG, first waited for at the batch's hand-over (an add it warp-aggregates and
-// waits for at once: session 44's SASS, and its cycles, DeepSeek-V3 TP8 fp8 M=64 on the H200 with runs
-// taken in batches, still 715 cycles a step of "cp.async and arrival" in the copier), and the consumers
-// knowing the next run of their batch without the ring's slot (their work item then loads before the
-// run's first wait). Built, not yet run on a GPU: off unless MOE_WGMMA_TAKE_HIDDEN=1;
-// set_grouped_gemm_take_hidden overrides it. The same bits either way.
-bool grouped_gemm_take_hidden();
-void set_grouped_gemm_take_hidden(bool on);
 // The runs a take hands out at `stage2_steps` K steps a run: enough to cover `take_steps`, at least one.
 int runs_per_take(int stage2_steps, int take_steps);
 // Whether stage 2 per tile takes its runs (MmaKernelArgs::take_runs) at `stage2_steps` K steps.

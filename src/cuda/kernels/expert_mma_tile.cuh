@@ -69,12 +69,10 @@ struct MmaKernelArgs {
   int tile_ready_target, tile_ready_done_target;
   // Stage 2 per tile taking its runs from a counter (the count after the done count, zeroed with it) instead
   // of a fixed share per block (grouped_gemm_take_runs; tile_ready.cuh): the runs each take hands out
-  // (runs_per_take), 0 for fixed shares; with take_hidden (grouped_gemm_take_hidden) the take's atomic
-  // waited for only at the batch's hand-over and the consumers reading only a batch's first run from the
-  // ring (tile_ready.cuh). Where take_runs is 0, take_runs_at_tail runs a take when stage 1's fixed shares
-  // leave a tail of at least take_at_tail_percent (stage1_tail_takes_runs, decided on the GPU from the tile
-  // count: stage2_runs_per_take), 0 never.
-  int take_runs, take_hidden, take_runs_at_tail, take_at_tail_percent;
+  // (runs_per_take), 0 for fixed shares. Where take_runs is 0, take_runs_at_tail runs a take when stage 1's
+  // fixed shares leave a tail of at least take_at_tail_percent (stage1_tail_takes_runs, decided on the GPU
+  // from the tile count: stage2_runs_per_take), 0 never.
+  int take_runs, take_runs_at_tail, take_at_tail_percent;
 };
 
 // The A row behind sorted position p: its pair's row (token p / a_div of x, pair p of h), or p itself.

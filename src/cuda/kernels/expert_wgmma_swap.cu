@@ -114,8 +114,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Taking runs: thread 0 asks for the block's next batch as this one starts; the answer is needed only
       // after the batch's copies are issued (at least MOE_WGMMA_TAKE_STEPS K steps), so its round trip,
       // long under the weight stream, hides behind them.
-      if (take_runs && tid == 0 && starts_batch(r, per_take))
-        taken = take_batch(runs_taken, runs, a.take_hidden);
+      if (take_runs && tid == 0 && starts_batch(r, per_take)) taken = take_batch(runs_taken);
       const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
       for (int cb = run.begin; cb < run.end; ++cb) {
         cycles.mark(kCyIssue);
@@ -172,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int unannounced = -1;
   const int stride = take_runs ? 0 : static_cast<int>(gridDim.x);  // (taking runs: consumer_next_run's)
   for (int r = take_runs ? -1 : static_cast<int>(blockIdx.x);; r += stride, ++runs_done) {
-    if (take_runs) r = consumer_next_run(r, per_take, runs, a.take_hidden, full, run_at_slot, ring);
+    if (take_runs) r = consumer_next_run(full, run_at_slot, ring);
     if (r < 0 || r >= runs) break;
     const Run run = run_of<kStage>(a, r, n_runs, n_blocks);
     SwapHBlock<kN> first{};  // h quantised: the group's first column block while the second runs

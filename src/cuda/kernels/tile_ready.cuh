@@ -72,20 +72,11 @@ constexpr int kCopierBarrier = 3, kCopierThreads = 128;  // (1: the consumers', 
 
 // The counter counts batches handed out past the first wave of blocks. An integer atomic: only its order
 // varies. Thread 0 has the ticket; the hand-over at the batch's end adds the first wave (any arithmetic on it
-// here would wait for it here). `hidden` (MmaKernelArgs::take_hidden, off by default until measured): an
-// increment wrapping at `bound` (never reached: one take a batch run, the first wave's included, so the
-// tickets stay below the batch count, at most the run count) instead of an add, because ptxas turns an add
-// (and an increment wrapping at ~0) into a warp-aggregated atomic whose result it shuffles to the lanes at
-// once, so the copier's first warp stands there for the whole round trip (session 44, the SASS: SHFL right
-// after the ATOMG); an increment with a bound known only at run time stays one ATOMG, first waited for at the
-// hand-over.
-__device__ __forceinline__ unsigned take_batch(unsigned* batches_taken, int bound, bool hidden) {
-  if (!hidden) return atomicAdd(batches_taken, 1u);
-  unsigned ticket;
-  asm volatile("atom.relaxed.gpu.global.inc.u32 %0, [%1], %2;"
-               : "=r"(ticket)
-               : "l"(batches_taken), "r"(static_cast<unsigned>(bound)));
-  return ticket;
+// here would wait for it here). (Session 44's form that keeps ptxas from waiting for the round trip at once,
+// an increment with a run-time bound, with the consumers knowing their batch's next run without the ring,
+// measured level on the H100 in sessions 45 and 46 and was taken out.)
+__device__ __forceinline__ unsigned take_batch(unsigned* batches_taken) {
+  return atomicAdd(batches_taken, 1u);
 }
 __device__ __forceinline__ int first_run_taken(int per_take) {
   return static_cast<int>(blockIdx.x) * per_take;
@@ -127,16 +118,11 @@ __device__ __forceinline__ void end_runs(uint64_t (&full)[kStages], uint64_t (&e
   mbar_arrive(&full[slot]);  // the 128 copier threads' cp.async arrivals
 }
 
-// A consumer's next run after r (-1 before its first): with `in_batch` (MmaKernelArgs::take_hidden) the next
-// of r's batch, known without waiting, so the run's work item is loaded before its first step's wait as
-// with fixed shares; else the one named in the slot at ring position `ring`, once its copies have landed
-// (the K loop's first wait then passes at once).
+// A consumer's next run: the one named in the slot at ring position `ring`, once its copies have landed (the
+// K loop's first wait then passes at once).
 template <int kStages>
-__device__ __forceinline__ int consumer_next_run(int r, int per_take, int runs, bool in_batch,
-                                                 uint64_t (&full)[kStages], const int (&run_at_slot)[kStages],
+__device__ __forceinline__ int consumer_next_run(uint64_t (&full)[kStages], const int (&run_at_slot)[kStages],
                                                  int ring) {
-  const int next = in_batch && r >= 0 ? next_in_batch(r, per_take, runs) : -1;
-  if (next >= 0) return next;
   const int slot = ring % kStages;
   mbar_wait(&full[slot], (ring / kStages) & 1);
   return run_at_slot[slot];
