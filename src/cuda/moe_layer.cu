@@ -445,11 +445,14 @@ int auto_swap_ab_below(int hidden, int inter, bool fp8, int experts) {
   // 192) keeps the swap-AB stages to 64 in fp8 (48: 116.8 vs 140.5) and to 16 in bf16 (the grouped GEMM
   // ahead at 24-48 by ~1.5 %). Not below kDecodeOnePathTokens + 1 there: a decode batch keeps the one
   // path, so a token's bits do not depend on how many others share its step (bf16 at 8 tokens gives up ~3 %).
+  // Session 46 (H100): with 512 experts (Qwen3-Next) bf16's grouped GEMM now leads from 16 tokens (306.2 vs
+  // 313.3, 24: 427.8 vs 432.8, 32: 524.9 vs 528.8; the swap-AB stages still at 12, 242.9 vs 247.6), fp8's
+  // only from 48 (32: 272.8 vs 311.0; 48: 387.0 vs 427.4).
   if (hidden <= 4096 && experts <= 128) {
     if (inter >= 512) return fp8 ? 16 : kDecodeOnePathTokens + 1;
     return fp8 ? 64 : 24;
   }
-  if (hidden <= 4096) return 48;
+  if (hidden <= 4096) return fp8 ? 48 : 16;
   if (inter <= 256) return fp8 ? 32 : 16;
   return fp8 ? 12 : 4;
 }
