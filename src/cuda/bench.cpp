@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "cuda/cuda_check.h"
 #include "cuda/event_timing.h"
+#include "cuda/grouped_gemm_timeline.h"
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/swap_ab_timeline.h"
@@ -70,6 +71,9 @@ struct Row {
   int unique_experts;
   double bytes;
   std::string setting;  // --env-ab: "VAR=V rN", else empty
+  // A MOE_KERNEL_TIMELINE measuring build run with MOE_KERNEL_TIMELINE=1: one more replay of the row's graph,
+  // recorded (grouped_gemm_timeline.h); calls 0 otherwise.
+  GroupedGemmTimeline timeline;
 };
 
 // The settings each row is measured under: one empty one, or (--env-ab) every value of the variable, round
@@ -91,6 +95,7 @@ int run_moe_bench(const BenchOptions& o) {
   std::fprintf(stderr, "moe bench: %s, %d SMs, L2 %d MB; measuring read bandwidth...\n", prop.name,
                prop.multiProcessorCount, prop.l2CacheSize >> 20);
   const double read_bw = measure_read_bandwidth();  // bytes / s
+  bind_op_kernel_timelines();                       // (measuring builds with MOE_KERNEL_TIMELINE=1 only)
   std::printf("# device %s; measured read bandwidth %.0f GB/s\n", prop.name, read_bw / 1e9);
   std::printf("%-22s %-9s %5s %10s %10s %7s %8s %8s %7s %s\n", "shape", "format", "M", "time_us", "floor_us",
               "ratio", "GB/s", "TFLOP/s", "experts", "path");
@@ -159,6 +164,13 @@ int run_moe_bench(const BenchOptions& o) {
         std::vector<double> per_call =
             time_each_ms(stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
         for (double& t : per_call) t *= 1e3 / calls;
+        GroupedGemmTimeline timeline;
+        if (kernel_timeline_buffer()) {
+          kernel_timeline_reset();
+          MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+          MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
+          timeline = summarize_grouped_gemm_timeline(kernel_timeline_records());
+        }
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
 
@@ -176,6 +188,7 @@ int run_moe_bench(const BenchOptions& o) {
         row.floor_us = std::max(row.bytes / read_bw * 1e6, peak > 0 ? flops / (peak * 1e12) * 1e6 : 0.0);
         row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
         row.tflops = flops / (row.us * 1e-6) / 1e12;
+        row.timeline = timeline;
         return row;
       };
       for (const std::string& path_name : o.paths)
@@ -191,6 +204,7 @@ int run_moe_bench(const BenchOptions& o) {
             std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s%s%s\n", s.name, fmt.c_str(), M,
                         row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, row.unique_experts,
                         path_name.c_str(), row.setting.empty() ? "" : " ", row.setting.c_str());
+            if (kernel_timeline_buffer()) write_grouped_gemm_timeline(stdout, row.timeline);
             std::fflush(stdout);
             rows.push_back(row);
           }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/grouped_gemm_timeline.h"
 
 namespace moe::cuda {
 
@@ -39,9 +40,9 @@ void kernel_timeline_reset() {
   }
 }
 
-void kernel_timeline_report(std::FILE* out) {
+std::vector<KernelTimelineRecord> kernel_timeline_records() {
   KernelTimelineBuffer* b = kernel_timeline_buffer();
-  if (!b) return;
+  if (!b) return {};
   MOE_CUDA_CHECK(cudaDeviceSynchronize());
   unsigned count = 0;
   MOE_CUDA_CHECK(cudaMemcpy(&count, &b->count, sizeof(count), cudaMemcpyDeviceToHost));
@@ -49,7 +50,30 @@ void kernel_timeline_report(std::FILE* out) {
   std::vector<KernelTimelineRecord> rec(count);
   MOE_CUDA_CHECK(
       cudaMemcpy(rec.data(), b->rec, count * sizeof(KernelTimelineRecord), cudaMemcpyDeviceToHost));
-  write_kernel_timeline_report(out, summarize_kernel_timeline(rec));
+  return rec;
+}
+
+void kernel_timeline_report(std::FILE* out) {
+  if (kernel_timeline_buffer())
+    write_kernel_timeline_report(out, summarize_kernel_timeline(kernel_timeline_records()));
+}
+
+// Each instrumented translation unit's bind function (MOE_KERNEL_TIMELINE_TU): no relocatable device code, so
+// each has its own device pointer.
+void bind_kernel_timeline_route(KernelTimelineBuffer*);
+void bind_kernel_timeline_expert_swap_ab(KernelTimelineBuffer*);
+void bind_kernel_timeline_combine(KernelTimelineBuffer*);
+void bind_kernel_timeline_align(KernelTimelineBuffer*);
+void bind_kernel_timeline_expert_wgmma_swap(KernelTimelineBuffer*);
+
+void bind_op_kernel_timelines() {
+  KernelTimelineBuffer* b = kernel_timeline_buffer();
+  if (!b) return;
+  bind_kernel_timeline_route(b);
+  bind_kernel_timeline_expert_swap_ab(b);
+  bind_kernel_timeline_combine(b);
+  bind_kernel_timeline_align(b);
+  bind_kernel_timeline_expert_wgmma_swap(b);
 }
 
 }  // namespace moe::cuda

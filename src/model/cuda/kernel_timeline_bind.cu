@@ -2,6 +2,8 @@
 // code), for the decode step's kernels of the model and of the MoE op.
 #include "model/cuda/kernel_timeline_bind.h"
 
+#include "cuda/grouped_gemm_timeline.h"
+
 namespace moe::cuda {
 void bind_kernel_timeline_fp8_linear(KernelTimelineBuffer*);
 void bind_kernel_timeline_fp8_gemv_compact(KernelTimelineBuffer*);
@@ -9,11 +11,6 @@ void bind_kernel_timeline_fp8_gemv_mma(KernelTimelineBuffer*);
 void bind_kernel_timeline_f32_gemv(KernelTimelineBuffer*);
 void bind_kernel_timeline_router_prologue(KernelTimelineBuffer*);
 void bind_kernel_timeline_attention_decode(KernelTimelineBuffer*);
-void bind_kernel_timeline_route(KernelTimelineBuffer*);
-void bind_kernel_timeline_expert_swap_ab(KernelTimelineBuffer*);
-void bind_kernel_timeline_combine(KernelTimelineBuffer*);
-void bind_kernel_timeline_align(KernelTimelineBuffer*);
-void bind_kernel_timeline_expert_wgmma_swap(KernelTimelineBuffer*);
 }  // namespace moe::cuda
 
 namespace moe::model::gpu {
@@ -25,11 +22,7 @@ void bind_kernel_timelines(cuda::KernelTimelineBuffer* buffer) {
   cuda::bind_kernel_timeline_f32_gemv(buffer);
   cuda::bind_kernel_timeline_router_prologue(buffer);
   cuda::bind_kernel_timeline_attention_decode(buffer);
-  cuda::bind_kernel_timeline_route(buffer);
-  cuda::bind_kernel_timeline_expert_swap_ab(buffer);
-  cuda::bind_kernel_timeline_combine(buffer);
-  cuda::bind_kernel_timeline_align(buffer);
-  cuda::bind_kernel_timeline_expert_wgmma_swap(buffer);
+  cuda::bind_op_kernel_timelines();  // the MoE op's own (the same buffer: kernel_timeline_buffer())
 }
 
 }  // namespace moe::model::gpu
