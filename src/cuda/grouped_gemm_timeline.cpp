@@ -1,11 +1,13 @@
 // summarize_grouped_gemm_timeline (grouped_gemm_timeline.h): the records grouped into launches by kind and
 // launch index, each stage-2 launch paired with the stage-1 launch that started last before it, per pair the
-// blocks' start and end spreads, and the medians over the pairs.
+// blocks' start and end spreads, and the medians over the pairs (never of an empty list).
 #include "cuda/grouped_gemm_timeline.h"
 
 #include <algorithm>
 #include <map>
 #include <utility>
+
+#include "cuda/event_timing.h"  // median: the benchmarks' one
 
 namespace moe::cuda {
 namespace {
@@ -15,12 +17,6 @@ struct Blocks {
   std::vector<unsigned long long> starts, ends;
   unsigned long long first_start() const { return *std::min_element(starts.begin(), starts.end()); }
 };
-
-double med(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 BlockSpread spread(std::vector<unsigned long long> t, unsigned long long t0) {
   std::sort(t.begin(), t.end());
@@ -37,7 +33,7 @@ BlockSpread median_spread(const std::vector<GroupedGemmCall>& calls, BlockSpread
     m.push_back((c.*field).median);
     l.push_back((c.*field).last);
   }
-  return {med(f), med(m), med(l)};
+  return {median(f), median(m), median(l)};
 }
 
 }  // namespace
@@ -86,13 +82,13 @@ GroupedGemmTimeline summarize_grouped_gemm_timeline(const std::vector<KernelTime
     b2.push_back(c.blocks2);
     idle.push_back(c.idle_at_end2);
   }
-  out.median.blocks1 = static_cast<unsigned>(med(b1));
-  out.median.blocks2 = static_cast<unsigned>(med(b2));
+  out.median.blocks1 = static_cast<unsigned>(median(b1));
+  out.median.blocks2 = static_cast<unsigned>(median(b2));
   out.median.start1 = median_spread(calls, &GroupedGemmCall::start1);
   out.median.end1 = median_spread(calls, &GroupedGemmCall::end1);
   out.median.start2 = median_spread(calls, &GroupedGemmCall::start2);
   out.median.end2 = median_spread(calls, &GroupedGemmCall::end2);
-  out.median.idle_at_end2 = med(idle);
+  out.median.idle_at_end2 = median(idle);
   return out;
 }
 

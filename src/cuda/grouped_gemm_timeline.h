@@ -3,7 +3,7 @@
 // build, kernel_timeline.h), summarised for `moe bench` on the op: when each stage's blocks started and ended
 // relative to the call's stage 1, and how much of stage 2's blocks' time went idle at its end (the tail a
 // fixed share per block leaves where some blocks start late: session 46's take-at-tail rule, expert_mma.h).
-// Plain C++ over the records, tested on the CPU (tests/cuda/kernel_timeline_test.cpp).
+// Plain C++ over the records, tested on the CPU (tests/cuda/grouped_gemm_timeline_test.cpp).
 #include <cstdio>
 #include <vector>
 

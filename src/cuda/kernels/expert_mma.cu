@@ -224,12 +224,10 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.h_by_position = 0;
   k.prefetch_steps = 0;
   k.tile_ready_target = ready_target;
-  k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs())
-                    ? runs_per_take(stage2_steps, grouped_gemm_take_steps())
-                    : 0;
+  const int per_take = runs_per_take(stage2_steps, grouped_gemm_take_steps());
+  k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs()) ? per_take : 0;
   k.take_at_tail_percent = k.take_runs == 0 && ready_target > 0 ? grouped_gemm_take_at_tail() : 0;
-  k.take_runs_at_tail =
-      k.take_at_tail_percent > 0 ? runs_per_take(stage2_steps, grouped_gemm_take_steps()) : 0;
+  k.take_runs_at_tail = k.take_at_tail_percent > 0 ? per_take : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
     const int groups = stage2_steps;
