@@ -3,9 +3,10 @@
 # repeat it:
 #   unpack_carry TARBALL DIR   unpacks a scripts/pack-gpu-carry archive into DIR (DIR/bin, DIR/lib) and puts
 #                              its libraries and the machine's cuBLAS on LD_LIBRARY_PATH
-#   start_plan TARBALL [CYCLES] a plan's start (session 38 on): unpack_carry TARBALL /tmp/carry, an empty $R,
-#                              record_gpu $R/gpu.txt; sets B=/tmp/carry/bin; with CYCLES (an xz tar of
-#                              bin/moe-cycles, a MOE_WGMMA_CYCLES build) unpacked beside it
+#   start_plan TARBALL [EXTRA] a plan's start (session 38 on): unpack_carry TARBALL /tmp/carry, an empty $R,
+#                              record_gpu $R/gpu.txt; sets B=/tmp/carry/bin; with EXTRA (an xz tar of more
+#                              binaries under bin/: measuring builds such as bin/moe-cycles, bin/moe-38,
+#                              bin/moe-timeline) unpacked beside it
 #   record_gpu FILE            writes the card's name (what scripts/ingest-gpu-results files the results by)
 #   decode_ab MOE LOG VAR V..  the model's decode step (random Qwen3-30B-A3B fp8, batches 1 and 8) with VAR set
 #                              to each value in turn (list them alternated), its rows into LOG
@@ -60,6 +61,9 @@
 #                              $R/queue-latency.log; prints it
 #   tp_cli MOE LIMIT           scripts/tp-gpu-check into $R/tp.log (TP_CHECK_MODELS as set), capped by END;
 #                              prints its rows, then deletes its generated checkpoints (too large to bring back)
+#   pack_every SECONDS / stop_packing
+#                              pack in the background every SECONDS while the plan runs (a call cut short still
+#                              brings back what ran), then stop and pack once more
 # and, for the plan's own steps: el (seconds since sourcing), cap LIMIT [RESERVE] (LIMIT, or less so the plan
 # ends by END seconds, default 470, keeping RESERVE), R (the results folder, /tmp/r) and pack (R into
 # $OUT/r.tgz, without generated cases, fixtures and TP checkpoints; run it after each step, so a cut-off call
@@ -73,6 +77,14 @@ cap() {
 R=/tmp/r
 mkdir -p $R
 pack() { tar -C /tmp -czf "$OUT/r.tgz" --exclude='r/*/cases' --exclude='r/*/fixtures' --exclude='r/*/tp' r 2>/dev/null; }
+pack_every() {
+  (while sleep "$1"; do pack; done) &
+  packer=$!
+}
+stop_packing() {
+  kill "$packer" 2>/dev/null
+  pack
+}
 unpack_carry() {
   mkdir -p "$2" && tar -C "$2" -xJf "$1" || return 1
   local cublas
@@ -336,6 +348,6 @@ start_plan() {
   B=/tmp/carry/bin  # read by the sourcing plan
   export B
   if [ -n "${2:-}" ]; then
-    tar -C /tmp/carry -xJf "$2" 2>/dev/null || echo "no cycles build ($2)"
+    tar -C /tmp/carry -xJf "$2" 2>/dev/null || echo "no extra binaries ($2)"
   fi
 }

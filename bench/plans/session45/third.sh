@@ -6,10 +6,8 @@ set -uo pipefail
 export END=${END:-400}
 source bench/plans/lib/gpu-env.sh
 start_plan "${CARRY:-.carry/s45b.tar.xz}" || exit 1
-(while sleep 15; do pack; done) &
-packer=$!
+pack_every 15
 quick_gpu_check $B 5
 PT_PATHS=mma,swap-ab path_thresholds $B/moe qwen3-30b-a3b,qwen3-235b-a22b-tp8 fp8_block,bf16 2,4,8,16,24,32,48 5
-kill $packer
-pack
+stop_packing
 echo "done t=$(el)"

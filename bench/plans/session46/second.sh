@@ -9,11 +9,9 @@ set -uo pipefail
 export END=${END:-420}
 source bench/plans/lib/gpu-env.sh
 start_plan "${CARRY:-.carry/s46a.tar.xz}" || exit 1
-(while sleep 15; do pack; done) &
-packer=$!
+pack_every 15
 quick_gpu_check $B 100
 bench_ab $R/tail-ab.log MOE_WGMMA_TAKE_AT_TAIL 0,8 $B/moe --shapes qwen3-235b-a22b-tp8,qwen3-30b-a3b \
   --formats fp8_block --M 160,192,224,288,352,384,416
-kill $packer
-pack
+stop_packing
 echo "done t=$(el)"

@@ -11,8 +11,7 @@ set -uo pipefail
 export END=${END:-500}
 source bench/plans/lib/gpu-env.sh
 start_plan "${CARRY:-.carry/s46b.tar.xz}" "${TIMELINE:-.carry/s46-timeline.tar.xz}" || exit 1
-(while sleep 15; do pack; done) &
-packer=$!
+pack_every 15
 quick_gpu_check $B 200
 PT_PATHS=mma,swap-ab path_thresholds $B/moe qwen3-next-80b-a3b bf16 8,12,16,24,32 150
 if [ -x $B/moe-timeline ]; then
@@ -26,6 +25,5 @@ if [ -x $B/moe-timeline ]; then
     --shapes qwen3-235b-a22b-tp8 --formats fp8_block --M 256 > $R/timeline-take-every-step.log 2>&1
   grep -E "^[a-z0-9-]+ +fp8|GEMM|rror" $R/timeline-take-every-step.log
 fi
-kill $packer
-pack
+stop_packing
 echo "done t=$(el)"
