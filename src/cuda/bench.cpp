@@ -20,6 +20,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/event_timing.h"
 #include "cuda/grouped_gemm_timeline.h"
+#include "cuda/kernel_timeline.h"
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_wgmma.h"
 #include "cuda/kernels/swap_ab_timeline.h"
@@ -74,6 +75,7 @@ struct Row {
   // A MOE_KERNEL_TIMELINE measuring build run with MOE_KERNEL_TIMELINE=1: one more replay of the row's graph,
   // recorded (grouped_gemm_timeline.h); calls 0 otherwise.
   GroupedGemmTimeline timeline;
+  KernelTimelineSummary op_timeline;  // the same replay's launches per call (kernel_timeline.h)
 };
 
 // The settings each row is measured under: one empty one, or (--env-ab) every value of the variable, round
@@ -165,11 +167,14 @@ int run_moe_bench(const BenchOptions& o) {
             time_each_ms(stream, M <= 256 ? 30 : 5, [&] { MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
         for (double& t : per_call) t *= 1e3 / calls;
         GroupedGemmTimeline timeline;
+        KernelTimelineSummary op_timeline;  // each call's launches, prologue to combine
         if (kernel_timeline_buffer()) {
           kernel_timeline_reset();
           MOE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
           MOE_CUDA_CHECK(cudaStreamSynchronize(stream));
-          timeline = summarize_grouped_gemm_timeline(kernel_timeline_records());
+          const std::vector<KernelTimelineRecord> records = kernel_timeline_records();
+          timeline = summarize_grouped_gemm_timeline(records);
+          op_timeline = summarize_kernel_timeline(records);
         }
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
@@ -189,6 +194,7 @@ int run_moe_bench(const BenchOptions& o) {
         row.gbps = row.bytes / (row.us * 1e-6) / 1e9;
         row.tflops = flops / (row.us * 1e-6) / 1e12;
         row.timeline = timeline;
+        row.op_timeline = op_timeline;
         return row;
       };
       for (const std::string& path_name : o.paths)
@@ -204,7 +210,10 @@ int run_moe_bench(const BenchOptions& o) {
             std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s%s%s\n", s.name, fmt.c_str(), M,
                         row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, row.unique_experts,
                         path_name.c_str(), row.setting.empty() ? "" : " ", row.setting.c_str());
-            if (kernel_timeline_buffer()) write_grouped_gemm_timeline(stdout, row.timeline);
+            if (kernel_timeline_buffer()) {
+              write_grouped_gemm_timeline(stdout, row.timeline);
+              write_kernel_timeline_report(stdout, row.op_timeline);
+            }
             std::fflush(stdout);
             rows.push_back(row);
           }

@@ -65,12 +65,17 @@ KernelTimelineSummary summarize_kernel_timeline(const std::vector<KernelTimeline
             [](const Launch& x, const Launch& y) { return x.start < y.start; });
   out.launches = launches.size();
   // A decode layer: a q/k/v GEMV followed by attention, or attention alone where the projections are not
-  // recorded (batches past the GEMV's, e.g. 64: cuBLAS), through the MoE call's combine, or through its stage
-  // 2 where that does the combine (a one-token call, swap_ab_combine_max_tokens) and the next layer follows.
+  // recorded (batches past the GEMV's, e.g. 64: cuBLAS), or the MoE call's prologue where no attention is
+  // recorded at all (the op's benchmark), through the MoE call's combine, or through its stage 2 where that
+  // does the combine (a one-token call, swap_ab_combine_max_tokens) and the next layer follows.
+  // Records of the MoE op alone (moe bench on the op: no attention recorded) make a "layer" of each call,
+  // from its routing prologue through its combine.
   const auto is = [&](size_t i, int kind) { return i < launches.size() && launches[i].kind == kind; };
+  const bool op_only =
+      std::none_of(launches.begin(), launches.end(), [](const Launch& l) { return l.kind == kTlAttention; });
   const auto layer_starts = [&](size_t i) {
     return (is(i, kTlFp8Gemv) && is(i + 1, kTlAttention)) ||
-           (is(i, kTlAttention) && !(i > 0 && is(i - 1, kTlFp8Gemv)));
+           (is(i, kTlAttention) && !(i > 0 && is(i - 1, kTlFp8Gemv))) || (op_only && is(i, kTlPrologue));
   };
   std::vector<std::vector<Launch>> layers;
   for (size_t i = 0; i + 1 < launches.size(); ++i) {

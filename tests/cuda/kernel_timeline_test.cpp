@@ -179,6 +179,31 @@ TEST(KernelTimeline, LayersStartAtAttentionWithoutAGemvBeforeIt) {
   EXPECT_NEAR(s.layer_us, 31.0, 1e-6);
 }
 
+// The MoE op's benchmark records no attention: each call, from its routing prologue through its combine, is
+// a "layer" (what the op's time outside the two GEMMs is made of).
+TEST(KernelTimeline, OpCallsStartAtThePrologueWhereNoAttentionIsRecorded) {
+  Recorder r;
+  const int kinds[] = {kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine};
+  for (int call = 0; call < 3; ++call) {
+    double t = 1000.0 + 100.0 * call;
+    for (int k : kinds) {
+      r.launch(k, 4, t, t + 1.0, t + (k == kTlGemm2 ? 7.0 + call : 6.0));
+      t += 5.0;
+    }
+  }
+  const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
+  EXPECT_EQ(s.layers, 3u);
+  ASSERT_EQ(s.rows.size(), 5u);
+  EXPECT_EQ(s.rows[0].kind, kTlPrologue);
+  EXPECT_EQ(s.rows[3].kind, kTlGemm2);
+  EXPECT_NEAR(s.rows[3].span, 8.0, 1e-6);  // the median of 7, 8 and 9
+  EXPECT_NEAR(s.layer_us, 26.0, 1e-6);
+  // With attention recorded, a prologue starts no layer of its own.
+  Recorder d;
+  d.layer(1000.0, 6.0);
+  EXPECT_EQ(summarize_kernel_timeline(d.records).rows.size(), 8u);
+}
+
 TEST(KernelTimeline, NoLayersWithoutTheirFirstTwoKernels) {
   Recorder r;
   r.launch(kTlStage1, 8, 10.0, 11.0, 20.0);
