@@ -581,52 +581,6 @@ TEST(TakeAtTailGpu, Stage2TakesItsRunsWhereTheRuleSays) {
   cuda::set_grouped_gemm_take_at_tail(percent_default);
 }
 
-// Stage 1 per tile taking its runs (MOE_WGMMA_STAGE1_TAKE: 0 never, 1 where its runs are unequal, 2
-// always): Qwen3-235B-A22B TP8's experts and intermediate size (I = 192: fp8's two groups of h a tile are two
-// column blocks and one) at 256 tokens, ~128 tiles, so stage 1's runs outnumber its blocks. The count after
-// stage 2's runs-taken count says whether stage 1's blocks took theirs: exactly where the host's rule says,
-// and the bits must not change.
-TEST(Stage1TakeGpu, Stage1TakesItsRunsWhereTheRuleSays) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  constexpr int kM = 256, kE = 128, kH = 1024, kI = 192;
-  const int mode_default = cuda::grouped_gemm_stage1_take();
-  for (const WeightFormat f : {WeightFormat::Fp8Block, WeightFormat::Bf16}) {
-    const bool fp8 = f == WeightFormat::Fp8Block;
-    const GpuCase g = make_case(f, kM, kE, kH, kI, 8, 0);
-    const cuda::DeviceMoeLayer layer = upload_rank(g);
-    cuda::MoeWorkspace ws(layer, kM);
-    const std::vector<float> ref = reference_of(g);
-    const double tol = default_tolerance(g.c.config);
-    std::vector<float> first;
-    for (const int mode : {0, 1, 2, 0, 2}) {
-      cuda::set_grouped_gemm_stage1_take(mode);
-      const std::vector<float> out = run(layer, ws, g, kM, cuda::GemmPath::Mma);
-      int tiles = 0;
-      MOE_CUDA_CHECK(cudaMemcpy(&tiles, ws.mma_num_tiles.get(), 4, cudaMemcpyDeviceToHost));
-      ASSERT_GT(tiles, 0);
-      ASSERT_LE(tiles, ws.mma_max_tiles);
-      unsigned taken = 0;
-      MOE_CUDA_CHECK(
-          cudaMemcpy(&taken, ws.mma_tile_ready.as<unsigned>() + tiles + 2, 4, cudaMemcpyDeviceToHost));
-      const bool expected = cuda::stage1_takes_runs(mode, cuda::stage1_runs_unequal(kI, 0, fp8));
-      const int runs1 = tiles * (fp8 ? (kI + 127) / 128 : (kI + 63) / 64);
-      const Comparison cmp = compare(out.data(), ref.data(), static_cast<int64_t>(out.size()));
-      std::printf(
-          "[stage 1 take %d, %s] M=%d tiles %d, stage 1 %d runs: %s (runs taken past the first "
-          "wave: %u) %s\n",
-          mode, std::string(format_name(f)).c_str(), kM, tiles, runs1, expected ? "takes" : "fixed shares",
-          taken, verdict_line(cmp, tol).c_str());
-      ASSERT_GT(runs1, cuda::sm_count()) << "the case must leave runs past the first wave";
-      EXPECT_EQ(taken > 0, expected) << format_name(f) << " mode " << mode << ", " << tiles << " tiles";
-      EXPECT_EQ(non_finite(out), 0);
-      EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
-      if (first.empty()) first = out;
-      EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * 4)) << "bits changed, mode " << mode;
-    }
-  }
-  cuda::set_grouped_gemm_stage1_take(mode_default);
-}
-
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,
                          ::testing::Combine(::testing::Values(WeightFormat::Bf16, WeightFormat::Fp8Block),
                                             ::testing::Values(cuda::GemmPath::Mma, cuda::GemmPath::Stream,

@@ -92,24 +92,6 @@ TEST(TakesRunsAtTail, WhereStage1LeavesFewBlocksARunLate) {
   EXPECT_FALSE(stage1_tail_takes_runs(0, 132, 0, 132, 4, percent)) << "no tiles";
 }
 
-// Stage 1 takes its runs where they differ in column blocks (session 47's timeline: Qwen3-235B-A22B TP8's
-// two runs a tile, two column blocks and one, gave an even grid's even blocks twice the odd ones' work).
-TEST(Stage1TakesRuns, WhereItsRunsAreUnequal) {
-  EXPECT_EQ(grouped_gemm_stage1_take(), 1) << "by default where the runs are unequal";
-  EXPECT_TRUE(stage1_runs_unequal(192, 0, true)) << "Qwen3-235B-A22B TP8 fp8: groups of 2 and 1 blocks";
-  EXPECT_FALSE(stage1_runs_unequal(192, 0, false)) << "bf16: 64-output column blocks, all alike";
-  EXPECT_FALSE(stage1_runs_unequal(768, 0, true)) << "Qwen3-30B-A3B: six groups of two";
-  EXPECT_FALSE(stage1_runs_unequal(512, 0, true)) << "Qwen3-Next";
-  EXPECT_FALSE(stage1_runs_unequal(256, 0, true)) << "DeepSeek-V3 TP8";
-  EXPECT_FALSE(stage1_runs_unequal(2048, 0, true)) << "DeepSeek-V3";
-  EXPECT_TRUE(stage1_runs_unequal(256, 64, true)) << "a rank whose grid starts 64 early: 1, 2, 1 blocks";
-  EXPECT_FALSE(stage1_runs_unequal(64, 0, true)) << "one group";
-  EXPECT_FALSE(stage1_takes_runs(0, true));
-  EXPECT_TRUE(stage1_takes_runs(1, true));
-  EXPECT_FALSE(stage1_takes_runs(1, false));
-  EXPECT_TRUE(stage1_takes_runs(2, false));
-}
-
 // The crossovers measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW; session 46's Qwen3-Next bf16;
 // session 45's where it measured them: Qwen3-30B-A3B both formats and Qwen3-235B-A22B TP8 bf16; session 32's
 // Qwen3-Next fp8, Qwen3-235B-A22B TP8 fp8 and DeepSeek-V3 TP8 fp8; session 28's the rest): per shape and

@@ -215,11 +215,6 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
                                                    stage1_runs, grouped_gemm_tile_ready())
                                : 0;
   k.tile_ready = ready_target > 0 ? s.tile_ready : nullptr;
-  // Stage 1 taking its runs (its counter is after the tile counts, so only per tile): one run a take.
-  const bool stage1_takes =
-      ready_target > 0 &&
-      stage1_takes_runs(grouped_gemm_stage1_take(), stage1_runs_unequal(P, g.w.phase, k.h_codes != nullptr));
-  k.take_runs = stage1_takes ? 1 : 0;
   launch_gemm<kFp8, 1>(k, pair_tile, s.max_tiles, stream);
 
   // Stage 2: A = h rows of the pairs (quantised in the grid of the rank's phase for fp8), or by sorted
@@ -231,8 +226,7 @@ void run_stages(const GemvArgs& g, const uint16_t* x, int tokens, const MmaScrat
   k.tile_ready_target = ready_target;
   const int per_take = runs_per_take(stage2_steps, grouped_gemm_take_steps());
   k.take_runs = ready_target > 0 && takes_runs(stage2_steps, grouped_gemm_take_runs()) ? per_take : 0;
-  k.take_at_tail_percent =
-      k.take_runs == 0 && ready_target > 0 && !stage1_takes ? grouped_gemm_take_at_tail() : 0;
+  k.take_at_tail_percent = k.take_runs == 0 && ready_target > 0 ? grouped_gemm_take_at_tail() : 0;
   k.take_runs_at_tail = k.take_at_tail_percent > 0 ? per_take : 0;
   k.uniform_col_scales = kFp8 && grouped_gemm_uniform_scales();  // w2's column blocks are whole scale blocks
   if (kFp8) {
@@ -284,8 +278,6 @@ EnvCount take_steps_setting("MOE_WGMMA_TAKE_STEPS", 8, 1, 1 << 20);
 // Session 46: stage 2 taking its runs where stage 1's fixed shares leave a tail (grouped_gemm_take_at_tail),
 // from an 8 % head start: measured faster (expert_mma.h).
 EnvCount take_at_tail_setting("MOE_WGMMA_TAKE_AT_TAIL", 8, 0, 100);
-// Session 47: stage 1 taking its runs where they are unequal (grouped_gemm_stage1_take, expert_mma.h).
-EnvCount stage1_take_setting("MOE_WGMMA_STAGE1_TAKE", 1, 0, 2);
 // Stage 2's pair outputs in bf16, on by default from the token count below (measured in sessions 18 and 40:
 // expert_mma.h).
 EnvSwitch y_bf16_switch("MOE_GROUPED_Y_BF16", true);
@@ -386,31 +378,6 @@ int grouped_gemm_take_at_tail() {
 
 void set_grouped_gemm_take_at_tail(int min_idle_percent) {
   take_at_tail_setting.set(min_idle_percent);
-}
-
-int grouped_gemm_stage1_take() {
-  return stage1_take_setting.get();
-}
-
-void set_grouped_gemm_stage1_take(int mode) {
-  stage1_take_setting.set(mode);
-}
-
-bool stage1_takes_runs(int mode, bool runs_unequal) {
-  return mode == 2 || (mode == 1 && runs_unequal);
-}
-
-bool stage1_runs_unequal(int inter, int phase, bool quantises_h) {
-  if (!quantises_h) return false;  // 64-output column blocks, each the same K steps
-  const int n_blocks = (inter + kStage1BlockOutputs - 1) / kStage1BlockOutputs;
-  const int groups = (inter + phase + 127) / 128;
-  const auto width = [&](int j) {
-    const ColumnBlocks c = h_group_column_blocks(j, phase, n_blocks);
-    return c.end - c.begin;
-  };
-  for (int j = 1; j < groups; ++j)
-    if (width(j) != width(0)) return true;
-  return false;
 }
 
 int grouped_gemm_take_steps() {

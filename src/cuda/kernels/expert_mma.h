@@ -39,10 +39,9 @@ bool mma_supported(WFormat f, AQuant q);
 int mma_max_tiles(int pairs, int experts);
 
 // Scratch the MMA path needs besides GemvArgs' h and y (all sized for the largest call).
-// The counts after the tiles' in MmaScratch::tile_ready: stage 1's done count, then stage 2's runs taken,
-// then stage 1's (MmaKernelArgs::tile_ready, take_runs); both tile-list writers zero them
-// (zero_counts_after_tiles).
-constexpr int kCountsAfterTiles = 3;
+// The counts after the tiles' in MmaScratch::tile_ready: stage 1's done count, then stage 2's runs taken
+// (MmaKernelArgs::tile_ready, take_runs); both tile-list writers zero them (zero_counts_after_tiles).
+constexpr int kCountsAfterTiles = 2;
 struct MmaScratch {
   uint8_t* x_codes;  // fp8: [tokens, H] e4m3 codes of x
   float* x_scales;   // fp8: [tokens, ceil(H/128)]
@@ -195,20 +194,6 @@ MOE_HD bool stage1_tail_takes_runs(int runs1, int blocks1, int runs2, int blocks
 }
 int grouped_gemm_take_at_tail();
 void set_grouped_gemm_take_at_tail(int min_idle_percent);
-// Whether stage 1's runs (128-wide groups of h where the swapped fp8 stage 1 quantises h, else 64-output
-// column blocks) differ in column blocks: groups of h cut by the intermediate size's end or the rank's phase
-// (h_group_column_blocks). Qwen3-235B-A22B TP8 (I = 192): a tile's two runs are two column blocks and one,
-// and with an even grid a fixed share gives even blocks only the first kind, odd blocks only the second
-// (session 47's timeline, H100, 256 tokens: stage 1's blocks ended 38 to 86 us after its start, median 59).
-bool stage1_runs_unequal(int inter, int phase, bool quantises_h);
-// Whether the swapped stage 1 per tile takes its runs from a counter, one run a take (its runs are 16 K steps
-// or more, so the take's round trip hides behind one), instead of a fixed share per block
-// (MOE_WGMMA_STAGE1_TAKE=N: 0 never, 1 where its runs are unequal (stage1_runs_unequal), 2 always; default
-// 1). Where it does, stage 2's tail rule (grouped_gemm_take_at_tail) is off: its premise, stage 1's fixed
-// shares, no longer holds. set_grouped_gemm_stage1_take overrides it. The same bits either way.
-int grouped_gemm_stage1_take();
-void set_grouped_gemm_stage1_take(int mode);
-bool stage1_takes_runs(int mode, bool runs_unequal);
 // The per-tile boundary's counts for one call (MmaKernelArgs::tile_ready_target), or 0 where stage 2 waits
 // for the whole of stage 1: only the swapped kernel (pair_tile below kMmaTileRows), only where stage 2
 // follows stage 1 directly (bf16, or fp8 with h quantised by stage 1: no fp8_rows between them), only where

@@ -71,8 +71,7 @@ struct MmaKernelArgs {
   // of a fixed share per block (grouped_gemm_take_runs; tile_ready.cuh): the runs each take hands out
   // (runs_per_take), 0 for fixed shares. Where take_runs is 0, take_runs_at_tail runs a take when stage 1's
   // fixed shares leave a tail of at least take_at_tail_percent (stage1_tail_takes_runs, decided on the GPU
-  // from the tile count: stage2_runs_per_take), 0 never. Stage 1's launch: its runs a take from its own
-  // counter (the one after stage 2's; grouped_gemm_stage1_take), 0 for fixed shares.
+  // from the tile count: stage2_runs_per_take), 0 never.
   int take_runs, take_runs_at_tail, take_at_tail_percent;
 };
 

@@ -74,8 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(128) uint8_t smem_raw[];
   const uint32_t smem0 = swizzle_aligned_base(smem_raw);
   const uint8_t* smem = smem_raw + (smem0 - smem_addr(smem_raw));
-  // 0: a fixed share per block. Stage 1 takes only per tile (its counter is after the tile counts).
-  const int per_take = kStage == 2 ? stage2_runs_per_take(a, n_blocks) : a.tile_ready ? a.take_runs : 0;
+  const int per_take = kStage == 2 ? stage2_runs_per_take(a, n_blocks) : 0;  // 0: a fixed share per block
   const bool take_runs = per_take > 0;
   init_ring_barriers(full, empty, kFp8, take_runs);
   // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
@@ -96,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n_runs = quantise_h ? a.h_groups : n_blocks;
   const int tiles = *a.num_tiles, runs = tiles * n_runs;
   unsigned* const done = a.tile_ready ? a.tile_ready + tiles : nullptr;  // (stage 1's arrivals: its warps')
-  unsigned* const runs_taken = take_runs ? done + (kStage == 2 ? 1 : 2) : nullptr;
+  unsigned* const runs_taken = take_runs ? done + 1 : nullptr;
   const int first_run = take_runs ? first_run_taken(per_take) : static_cast<int>(blockIdx.x);
   if (first_run >= runs) {
     if (kStage == 1 && done && wg > 0) tile_ready_arrive(done, lane);  // no run: done from the start
