@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/codecs.h"
@@ -22,6 +23,7 @@
 #include "cuda/kernels/expert_fused.h"
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_swap_ab.h"
+#include "cuda/kernels/launchers.h"
 #include "cuda/moe_layer.h"
 #include "layout/backend.h"
 #include "layout/tp_runner.h"
@@ -579,6 +581,41 @@ TEST(TakeAtTailGpu, Stage2TakesItsRunsWhereTheRuleSays) {
     }
   }
   cuda::set_grouped_gemm_take_at_tail(percent_default);
+}
+
+// The one-block prologue past its default 8 tokens (MOE_SMALL_PROLOGUE_TOKENS, a measuring knob): routing,
+// x's codes and the grouping (with the grouped GEMM's tile list) in one launch instead of the route kernel
+// and align. It must give the same bits as the two launches on both stage paths, with and without a shared
+// expert (its gate and grouping), against the CPU reference, workspaces poisoned.
+TEST(SmallPrologueGpu, OneBlockPastEightTokensKeepsTheBits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const int tokens_default = cuda::small_prologue_max_tokens();
+  for (const WeightFormat f : {WeightFormat::Fp8Block, WeightFormat::Bf16})
+    for (const int64_t shared_inter : {int64_t{0}, int64_t{256}})
+      for (const int M : {9, 16, 32}) {
+        const GpuCase g = make_case(f, M, 128, 1024, 256, 8, shared_inter);
+        const cuda::DeviceMoeLayer layer = upload_rank(g);
+        cuda::MoeWorkspace ws(layer, M);
+        const std::vector<float> ref = reference_of(g);
+        const double tol = default_tolerance(g.c.config);
+        for (const cuda::GemmPath path : {cuda::GemmPath::Mma, cuda::GemmPath::SwapAb}) {
+          cuda::set_small_prologue_max_tokens(8);
+          ASSERT_FALSE(cuda::prologue_fits_one_block(M, 8));
+          const std::vector<float> two = run(layer, ws, g, M, path);
+          cuda::set_small_prologue_max_tokens(32);
+          ASSERT_TRUE(cuda::prologue_fits_one_block(M, 8));
+          const std::vector<float> one = run(layer, ws, g, M, path);
+          const Comparison cmp = compare(one.data(), ref.data(), static_cast<int64_t>(one.size()));
+          std::printf("[small prologue, %s, shared %lld, %s] M=%d one block: %s\n",
+                      std::string(format_name(f)).c_str(), static_cast<long long>(shared_inter),
+                      path_name(path), M, verdict_line(cmp, tol).c_str());
+          EXPECT_EQ(non_finite(one), 0);
+          EXPECT_TRUE(cmp.passed(tol)) << verdict_line(cmp, tol);
+          EXPECT_EQ(0, std::memcmp(two.data(), one.data(), one.size() * 4))
+              << format_name(f) << " " << path_name(path) << " M=" << M << ": the bits changed";
+        }
+      }
+  cuda::set_small_prologue_max_tokens(tokens_default);
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndPaths, ForcedPathGpu,

@@ -11,6 +11,7 @@
 
 #include "cuda/kernels/expert_mma.h"
 #include "cuda/kernels/expert_swap_ab.h"
+#include "cuda/kernels/launchers.h"
 #include "cuda/kernels/swap_ab_walk.h"
 #include "cuda/moe_layer.h"
 
@@ -90,6 +91,23 @@ TEST(TakesRunsAtTail, WhereStage1LeavesFewBlocksARunLate) {
   EXPECT_FALSE(stage1_tail_takes_runs(266, 132, 4256, 132, 4, 0)) << "off";
   EXPECT_FALSE(stage1_tail_takes_runs(5, 132, 80, 132, 4, percent)) << "fewer runs than blocks: one each";
   EXPECT_FALSE(stage1_tail_takes_runs(0, 132, 0, 132, 4, percent)) << "no tiles";
+}
+
+// The one-block prologue's reach: 8 tokens by default (a decode batch), more only when asked
+// (MOE_SMALL_PROLOGUE_TOKENS), and never past the pairs its shared memory holds.
+TEST(SmallPrologue, TakesUpToItsTokensAndPairs) {
+  const int tokens_default = small_prologue_max_tokens();
+  EXPECT_EQ(tokens_default, 8);
+  EXPECT_TRUE(prologue_fits_one_block(8, 8));
+  EXPECT_FALSE(prologue_fits_one_block(9, 8));
+  set_small_prologue_max_tokens(32);
+  EXPECT_TRUE(prologue_fits_one_block(32, 8));
+  EXPECT_FALSE(prologue_fits_one_block(33, 8));
+  set_small_prologue_max_tokens(1024);
+  EXPECT_TRUE(prologue_fits_one_block(128, 8)) << "1024 pairs";
+  EXPECT_FALSE(prologue_fits_one_block(129, 8)) << "1032 pairs: past its shared memory";
+  EXPECT_FALSE(prologue_fits_one_block(103, 10)) << "Qwen3-Next's top 10";
+  set_small_prologue_max_tokens(tokens_default);
 }
 
 // The crossovers measured (H100, scripts/path-thresholds and MOE_SWAP_AB_BELOW; session 46's Qwen3-Next bf16;

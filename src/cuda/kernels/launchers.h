@@ -33,8 +33,19 @@ struct RouteArgs {
 void launch_route(const RouteArgs& a, int M, cudaStream_t stream);
 
 struct AlignArgs;
-// Small M: routing, quantisation and grouping in one single-block launch.
+// Small M: routing, quantisation and grouping in one single-block launch: up to small_prologue_max_tokens()
+// tokens whose pairs fit its shared memory.
 bool prologue_fits_one_block(int M, int top_k);
+// The most tokens the one-block prologue takes (MOE_SMALL_PROLOGUE_TOKENS=N, 8 by default). Past them the
+// route kernel spreads routing and x's quantisation over many blocks and a separate launch groups the pairs
+// (align): one launch boundary more. Session 47's op timeline (H100, Qwen3-30B-A3B fp8, 16 tokens on the
+// grouped GEMM): route 5.1 us after its wait, align's wait 1.5 us after route's end and its grouping 3.6 us,
+// GEMM 1's first weight request 18 us into a 173 us call. A measuring knob until measured (session 48):
+// 16-32 tokens in one block quantise 8-16 of x's (token, group) items per warp, one after another, against
+// a warp per row in the route kernel. set_small_prologue_max_tokens overrides it. The same bits either way
+// (every prologue form gives the same routing and the same codes).
+int small_prologue_max_tokens();
+void set_small_prologue_max_tokens(int tokens);
 
 struct AlignArgs {
   const int* topk_ids;  // [n_pairs]

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/codecs.h"
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "cuda/kernels/kernel_timeline.cuh"
 #include "cuda/kernels/launchers.h"
@@ -65,8 +66,8 @@ __global__ void __launch_bounds__(kRouteWarps * 32) route_kernel(RouteArgs a, in
 
 // Past a few tokens the one-block prologue's 32 warps quantise many (token, group) items each, one after
 // another (measured in the model at 64 tokens: 88 us against 11 at one token); the many-block route kernel
-// gives every item its own warp, for one more launch (the grouping).
-constexpr int kSmallMaxTokens = 8;
+// gives every item its own warp, for one more launch (the grouping). small_prologue_max_tokens (launchers.h).
+EnvCount small_prologue_tokens_setting("MOE_SMALL_PROLOGUE_TOKENS", 8, 1, kSmallMaxPairs);
 
 template <int kPerLane, int kKind>
 __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs a, AlignArgs al, int M) {
@@ -86,7 +87,15 @@ __global__ void __launch_bounds__(kAlignThreads) prologue_small_kernel(RouteArgs
 }  // namespace
 
 bool prologue_fits_one_block(int M, int top_k) {
-  return M * top_k <= kSmallMaxPairs && M <= kSmallMaxTokens;
+  return M * top_k <= kSmallMaxPairs && M <= small_prologue_max_tokens();
+}
+
+int small_prologue_max_tokens() {
+  return small_prologue_tokens_setting.get();
+}
+
+void set_small_prologue_max_tokens(int tokens) {
+  small_prologue_tokens_setting.set(tokens);
 }
 
 // Experts per lane of the warp router: the smallest instantiation that holds E.
