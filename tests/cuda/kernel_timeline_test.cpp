@@ -42,6 +42,18 @@ struct Recorder {
     }
     return first;
   }
+  // Three repeats (100 us apart) of `kinds` in order, each launch 5 us after the previous one's start and 6
+  // us long but the launch of kind `varying`, whose span is `span0` + the repeat's index (its median: span0
+  // + 1).
+  void repeats(const std::vector<int>& kinds, int varying, double span0) {
+    for (int rep = 0; rep < 3; ++rep) {
+      double t = 1000.0 + 100.0 * rep;
+      for (int k : kinds) {
+        launch(k, 4, t, t + 1.0, t + (k == varying ? span0 + rep : 6.0));
+        t += 5.0;
+      }
+    }
+  }
   // Mark i of block b of the attention launch (the second) of the layer whose first record is `first`, at
   // `us`.
   void mark_attention(size_t first, unsigned b, int i, double us) {
@@ -161,14 +173,7 @@ TEST(KernelTimeline, IncompleteLaunchesAndStrayKernelsAreLeftOut) {
 // attention and runs through the grouped GEMM's stages to the combine.
 TEST(KernelTimeline, LayersStartAtAttentionWithoutAGemvBeforeIt) {
   Recorder r;
-  const int kinds[] = {kTlAttention, kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine};
-  for (int layer = 0; layer < 3; ++layer) {
-    double t = 1000.0 + 100.0 * layer;
-    for (int k : kinds) {
-      r.launch(k, 4, t, t + 1.0, t + (k == kTlGemm1 ? 9.0 + layer : 6.0));
-      t += 5.0;
-    }
-  }
+  r.repeats({kTlAttention, kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine}, kTlGemm1, 9.0);
   const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
   EXPECT_EQ(s.layers, 3u);
   ASSERT_EQ(s.rows.size(), 6u);
@@ -183,14 +188,7 @@ TEST(KernelTimeline, LayersStartAtAttentionWithoutAGemvBeforeIt) {
 // a "layer" (what the op's time outside the two GEMMs is made of).
 TEST(KernelTimeline, OpCallsStartAtThePrologueWhereNoAttentionIsRecorded) {
   Recorder r;
-  const int kinds[] = {kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine};
-  for (int call = 0; call < 3; ++call) {
-    double t = 1000.0 + 100.0 * call;
-    for (int k : kinds) {
-      r.launch(k, 4, t, t + 1.0, t + (k == kTlGemm2 ? 7.0 + call : 6.0));
-      t += 5.0;
-    }
-  }
+  r.repeats({kTlPrologue, kTlAlign, kTlGemm1, kTlGemm2, kTlCombine}, kTlGemm2, 7.0);
   const KernelTimelineSummary s = summarize_kernel_timeline(r.records);
   EXPECT_EQ(s.layers, 3u);
   ASSERT_EQ(s.rows.size(), 5u);
