@@ -34,10 +34,4 @@ struct GroupedGemmTimeline {
 GroupedGemmTimeline summarize_grouped_gemm_timeline(const std::vector<KernelTimelineRecord>& records);
 void write_grouped_gemm_timeline(std::FILE* out, const GroupedGemmTimeline& t);
 
-// The records in the buffer (kernel_timeline_buffer()), empty where recording is off.
-std::vector<KernelTimelineRecord> kernel_timeline_records();
-// Points the MoE op's instrumented kernels (routing, grouping, swap-AB stages, combine, the swapped grouped
-// GEMM) at the buffer; a no-op where recording is off.
-void bind_op_kernel_timelines();
-
 }  // namespace moe::cuda

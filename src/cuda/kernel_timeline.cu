@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
-#include "cuda/grouped_gemm_timeline.h"
 
 namespace moe::cuda {
 

@@ -90,5 +90,10 @@ void kernel_timeline_reset();
 // combine): the median over the recorded layers of each launch's first start, first and last wait return, and
 // last end, relative to the layer's first start.
 void kernel_timeline_report(std::FILE* out);
+// The records in the buffer (kernel_timeline_buffer()), empty where recording is off.
+std::vector<KernelTimelineRecord> kernel_timeline_records();
+// Points the MoE op's instrumented kernels (routing, grouping, swap-AB stages, combine, the swapped grouped
+// GEMM) at the buffer; a no-op where recording is off.
+void bind_op_kernel_timelines();
 
 }  // namespace moe::cuda

@@ -2,8 +2,6 @@
 // code), for the decode step's kernels of the model and of the MoE op.
 #include "model/cuda/kernel_timeline_bind.h"
 
-#include "cuda/grouped_gemm_timeline.h"
-
 namespace moe::cuda {
 void bind_kernel_timeline_fp8_linear(KernelTimelineBuffer*);
 void bind_kernel_timeline_fp8_gemv_compact(KernelTimelineBuffer*);
