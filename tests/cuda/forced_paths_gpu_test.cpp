@@ -324,7 +324,8 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // from M=8 here: 4 pairs an expert), and the swapped stage 2 starting per tile (grouped_gemm_tile_ready:
   // bf16, and fp8 with h quantised by stage 1), its blocks taking their runs from a counter or each a fixed
   // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), and with the
-  // first weights requested early: the same bits,
+  // first weights requested early, and stage 1's first weights requested as soon as its first tile entry is
+  // read (grouped_gemm_first_weights; the gate/up tile per box and in one box): the same bits,
   // y in bf16 the same bits as its kind's first y in bf16.
   // Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
@@ -333,6 +334,12 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
     bool prefetch = false, tile_ready = false, take_runs = true, one_run_a_take = false;
+    bool first_weights = false;
+  };
+  const auto first_weights_early = [](Kernel k, const char* name) {
+    k.name = name;
+    k.first_weights = true;
+    return k;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
   // it bit for bit, and its form with y in bf16 comes near it without matching (the rounding did happen).
@@ -347,6 +354,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              pairs_gate_up_box_default = cuda::grouped_gemm_gate_up_box(false, 8, 8),
              overlapped_default = cuda::grouped_gemm_overlapped(),
              early_weights_default = cuda::grouped_gemm_early_weights(),
+             first_weights_default = cuda::grouped_gemm_first_weights(),
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int take_runs_default = cuda::grouped_gemm_take_runs();
@@ -380,6 +388,11 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, one run a take", true,
                true, true, true, false, false, false, false, false, false, true, false, false, true, true,
                true, true, true},
+        first_weights_early(Kernel{"", true, true, true, true, false}, "wgmma swapped, first weights early"),
+        first_weights_early(
+            Kernel{"", true, true, true, true, false, false, false, false, false, false, true, false, false,
+                   true, true, true},
+            "wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, first weights"),
         Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights, tile ready", true,
                true, true, true, false, false, false, false, false, false, true, true, true, true, false,
                true},
@@ -428,6 +441,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_gate_up_box(false, kernel.gate_up_box);
     cuda::set_grouped_gemm_overlapped(kernel.overlapped);
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
+    cuda::set_grouped_gemm_first_weights(kernel.first_weights);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
     cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
@@ -481,6 +495,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_gate_up_box(false, pairs_gate_up_box_default);
   cuda::set_grouped_gemm_overlapped(overlapped_default);
   cuda::set_grouped_gemm_early_weights(early_weights_default);
+  cuda::set_grouped_gemm_first_weights(first_weights_default);
   cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
   cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
   cuda::set_grouped_gemm_tile_ready(tile_ready_default);

@@ -114,6 +114,14 @@ void set_grouped_gemm_overlapped(bool on);
 // (expert_wgmma.cu). The same bits either way.
 bool grouped_gemm_early_weights();
 void set_grouped_gemm_early_weights(bool on);
+// Whether the swapped kernel's fp8 stage 1 requests its first ring of weight tiles as soon as its block's
+// first tile entry is read, before the item's pair rows (the expert's end, then its sorted pairs: two more
+// dependent L2 round trips, on which the first request otherwise waits), so the weight stream starts while
+// they are on their way: off unless MOE_WGMMA_FIRST_WEIGHTS=1 (session 48, not yet measured; session 47's op
+// timeline had 2.3-3.1 us from stage 1's wait to its last block's first weight request at 64-256 tokens);
+// set_grouped_gemm_first_weights overrides it (expert_wgmma.cu). The same bits either way.
+bool grouped_gemm_first_weights();
+void set_grouped_gemm_first_weights(bool on);
 // Whether the swapped kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h and reduces each pair's amax across its consumer warps; the rank's phase a
 // multiple of 64) instead of writing bf16 h for fp8_rows, so one launch fewer between the stages (session

@@ -77,9 +77,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int per_take = kStage == 2 ? stage2_runs_per_take(a, n_blocks) : 0;  // 0: a fixed share per block
   const bool take_runs = per_take > 0;
   init_ring_barriers(full, empty, kFp8, take_runs);
-  // Ring positions whose weight tile thread 0 requested before the overlapped launch's wait (fp8 stage 2,
-  // grouped_gemm_early_weights): the weights are constants, and the tile list is final by then (see
-  // request_early_weights).
+  // Ring positions whose weight tile thread 0 requested ahead of the copier's loop: fp8 stage 2's before the
+  // overlapped launch's wait (early_weights: grouped_gemm_early_weights; the weights are constants, and the
+  // tile list is final by then, see request_early_weights), fp8 stage 1's as soon as its first tile entry is
+  // read (early_weights: grouped_gemm_first_weights; request_first_item_weights, in the loop).
   int early = 0;
   if (kFp8 && kStage == 2 && overlapped && early_weights && tid == 0)
     early = request_early_weights<kStages<kN>>(a, n_blocks, smem0, kSlot, &w_map, full, per_take);
@@ -122,6 +123,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         // count's acquire load goes out while the tile's entry is on its way, so a tile already done costs no
         // round trip of its own.
         const int2 entry = a.tiles[run.tile];
+        if (kFp8 && kStage == 1 && early_weights && tid == 0 && ring == 0) {
+          early =
+              request_first_item_weights<kStages<kN>>(a, entry, cb, smem0, kSlot, &w_map, gate_up_box, full);
+          timeline.mark(0);
+        }
         if (!stage1_done)
           stage1_done = tile_ready_wait(a.tile_ready + run.tile, a.tile_ready_target, done,
                                         a.tile_ready_done_target, lane);
@@ -137,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           cycles.step();
           if (kFp8 && tid == 0 && ring >= early)
             request_weight_tile<kStage>(a, w, step, smem0 + slot * kSlot, &w_map, gate_up_box, &full[slot]);
-          if (ring == 0) timeline.mark(0);
+          if (ring == 0 && (kStage == 2 || early == 0)) timeline.mark(0);
           cycles.mark(kCyTensorCopy);
           loader.load(a, smem0 + slot * kSlot, step);
           cp_async_mbar_arrive(&full[slot]);
@@ -291,7 +297,7 @@ void launch(MmaKernelArgs k, int max_tiles, cudaStream_t stream) {
     k.tile_ready_done_target = kSwapConsumerWarps * grid_blocks(k, 1, max_tiles);
   launch_overlapped_if(overlapped, kernel, dim3(grid_blocks(k, kStage, max_tiles)), dim3(kThreads), smem,
                        stream, k, n_blocks, w_map, gate_up_box, overlapped, trigger,
-                       grouped_gemm_early_weights());
+                       kStage == 1 ? grouped_gemm_first_weights() : grouped_gemm_early_weights());
 }
 
 template <bool kFp8, int kStage>

@@ -1,7 +1,8 @@
 #pragma once
 // What the swapped grouped GEMM's copier asks of the tensor memory accelerator and of L2 besides its
 // cp.async (expert_wgmma_swap.cu): a K step's fp8 weight tile into a ring slot, stage 2's first ring before
-// an overlapped launch's wait, and stage 1's probable first weight rows into L2 while the grouping runs.
+// an overlapped launch's wait, stage 1's first ring as soon as its first tile entry is read, and stage 1's
+// probable first weight rows into L2 while the grouping runs.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -55,6 +56,22 @@ __device__ int request_early_weights(const MmaKernelArgs& a, int n_blocks, uint3
       request_weight_tile<2>(a, w, step, smem0 + ring * slot_bytes, w_map, false, &full[ring]);
   }
   return ring;
+}
+
+// Stage 1 with its first weights early (grouped_gemm_first_weights): thread 0 requests the weight tiles of
+// the first ring of K steps of its block's first item, (tile entry `entry`, column block `cb`), as soon as
+// the entry is read. The item's pair rows need two more dependent round trips (the expert's end, then its
+// sorted pairs) and the loop's first request would wait behind them; the weight tile needs only the expert
+// and the column block. Returns how many ring positions it requested (all of them the first item's K steps).
+template <int kStages>
+__device__ int request_first_item_weights(const MmaKernelArgs& a, int2 entry, int cb, uint32_t smem0,
+                                          int slot_bytes, const CUtensorMap* w_map, bool gate_up_box,
+                                          uint64_t (&full)[kStages]) {
+  const WorkItem w{entry.x, entry.y, entry.y, cb * (kWeightRows / 2)};  // (m_end: unused by the request)
+  const int n = min(kStages, a.steps);
+  for (int step = 0; step < n; ++step)
+    request_weight_tile<1>(a, w, step, smem0 + step * slot_bytes, w_map, gate_up_box, &full[step]);
+  return n;
 }
 
 // Stage 1 launched while the grouping still runs (a.prefetch_steps): the copier threads bring into L2 the
