@@ -122,6 +122,14 @@ void set_grouped_gemm_early_weights(bool on);
 // set_grouped_gemm_first_weights overrides it (expert_wgmma.cu). The same bits either way.
 bool grouped_gemm_first_weights();
 void set_grouped_gemm_first_weights(bool on);
+// Whether the swapped kernel's stage 2 lets its successor (the combine, or the model's next kernel) launch as
+// its blocks start, so the successor's blocks take the SMs stage 2's blocks leave and wait there for its end,
+// instead of launching only after its last block has ended (session 47's op timeline: the combine's first
+// block started 2.3 us after stage 2's last block ended, at 64 and 256 tokens): off unless
+// MOE_WGMMA_STAGE2_TRIGGER=1 (session 48, not yet measured); set_grouped_gemm_stage2_trigger overrides it
+// (expert_wgmma.cu). The successor still waits for the whole of stage 2: the same bits either way.
+bool grouped_gemm_stage2_trigger();
+void set_grouped_gemm_stage2_trigger(bool on);
 // Whether the swapped kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h and reduces each pair's amax across its consumer warps; the rank's phase a
 // multiple of 64) instead of writing bf16 h for fp8_rows, so one launch fewer between the stages (session

@@ -461,6 +461,8 @@ EnvSwitch overlapped_switch("MOE_WGMMA_OVERLAPPED", false);
 EnvSwitch early_weights_switch("MOE_WGMMA_EARLY_WEIGHTS", false);
 // Session 48: the swapped stage 1's first weight tiles requested as soon as its first tile entry is read.
 EnvSwitch first_weights_switch("MOE_WGMMA_FIRST_WEIGHTS", false);
+// Session 48: the swapped stage 2 lets its successor launch as its blocks start.
+EnvSwitch stage2_trigger_switch("MOE_WGMMA_STAGE2_TRIGGER", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -633,6 +635,14 @@ bool grouped_gemm_first_weights() {
 
 void set_grouped_gemm_first_weights(bool on) {
   first_weights_switch.set(on);
+}
+
+bool grouped_gemm_stage2_trigger() {
+  return stage2_trigger_switch.get();
+}
+
+void set_grouped_gemm_stage2_trigger(bool on) {
+  stage2_trigger_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {
