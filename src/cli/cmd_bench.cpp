@@ -80,13 +80,8 @@ int cmd_bench(int argc, char** argv) {
   o.peak_tflops_bf16 = a.number("peak-bf16", 0);
   o.peak_tflops_fp8 = a.number("peak-fp8", 0);
   if (a.has("env-ab")) {
-    // VAR=V1,V2,...: every row under each value in turn, --rounds times (2 unless given).
-    const std::string ab = a.str("env-ab");
-    const size_t eq = ab.find('=');
-    require_input(eq != std::string::npos && eq > 0, "--env-ab: expected VAR=V1,V2 (got '", ab, "')");
-    o.env_var = ab.substr(0, eq);
-    o.env_values = split(ab.substr(eq + 1));
-    require_input(!o.env_values.empty(), "--env-ab: no values for ", o.env_var);
+    // VAR=V1,V2,... (or A+B=1+0,1+1): every row under each setting in turn, --rounds times (2 unless given).
+    o.env_ab = parse_env_ab(a.str("env-ab"));
     o.rounds = static_cast<int>(a.integer("rounds", 2));
     require_input(o.rounds >= 1 && o.rounds <= 10, "--rounds: 1 to 10 (got ", o.rounds, ")");
   }

@@ -80,11 +80,11 @@ struct Row {
 
 // The settings each row is measured under: one empty one, or (--env-ab) every value of the variable, round
 // after round.
-std::vector<std::pair<std::string, int>> settings_of(const BenchOptions& o) {
-  if (o.env_var.empty()) return {{"", 0}};
-  std::vector<std::pair<std::string, int>> all;
+std::vector<std::pair<const EnvAbSetting*, int>> settings_of(const BenchOptions& o) {
+  if (o.env_ab.settings.empty()) return {{nullptr, 0}};
+  std::vector<std::pair<const EnvAbSetting*, int>> all;
   for (int round = 1; round <= o.rounds; ++round)
-    for (const std::string& v : o.env_values) all.push_back({v, round});
+    for (const EnvAbSetting& setting : o.env_ab.settings) all.push_back({&setting, round});
   return all;
 }
 
@@ -199,14 +199,13 @@ int run_moe_bench(const BenchOptions& o) {
       };
       for (const std::string& path_name : o.paths)
         for (int M : o.Ms)
-          for (const auto& [value, round] : settings_of(o)) {
-            if (!o.env_var.empty()) {
-              require(::setenv(o.env_var.c_str(), value.c_str(), 1) == 0, "moe bench: cannot set ",
-                      o.env_var);
+          for (const auto& [setting, round] : settings_of(o)) {
+            if (setting) {
+              require(apply_env_ab_setting(*setting), "moe bench: cannot set ", o.env_ab.vars);
               reread_env_settings();
             }
             Row row = measure(path_name, M);
-            if (!o.env_var.empty()) row.setting = o.env_var + "=" + value + " r" + std::to_string(round);
+            if (setting) row.setting = o.env_ab.vars + "=" + setting->label + " r" + std::to_string(round);
             std::printf("%-22s %-9s %5d %10.2f %10.2f %7.2f %8.0f %8.1f %7d %s%s%s\n", s.name, fmt.c_str(), M,
                         row.us, row.floor_us, row.us / row.floor_us, row.gbps, row.tflops, row.unique_experts,
                         path_name.c_str(), row.setting.empty() ? "" : " ", row.setting.c_str());

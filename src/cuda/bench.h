@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/env_ab.h"
+
 namespace moe::cuda {
 
 struct BenchOptions {
@@ -17,12 +19,11 @@ struct BenchOptions {
   std::string json_path;  // optional: every row as JSON
   double peak_tflops_bf16 = 0,
          peak_tflops_fp8 = 0;  // measured matmul peaks, for the compute floor (0: unknown)
-  // An A/B in one process (--env-ab VAR=V1,V2): each row is measured `rounds` times with the environment
-  // variable env_var set to each value in turn (every EnvSwitch/EnvCount reads it again:
-  // reread_env_settings), instead of one process per setting; the rows then end with VAR=V and the round.
-  // Empty: no A/B.
-  std::string env_var;
-  std::vector<std::string> env_values;
+  // An A/B in one process (--env-ab VAR=V1,V2, or A+B=1+0,1+1 for several variables at once: env_ab.h):
+  // each row is measured `rounds` times under each setting in turn (every EnvSwitch/EnvCount reads the
+  // environment again: reread_env_settings), instead of one process per setting; the rows then end with
+  // VAR=V (A+B=1+0) and the round. No settings: no A/B.
+  EnvAb env_ab;
   int rounds = 1;
 };
 
