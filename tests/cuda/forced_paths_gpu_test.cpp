@@ -326,21 +326,24 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   // share (grouped_gemm_take_runs), in batches or one run a take (grouped_gemm_take_steps), and with the
   // first weights requested early, and stage 1's first weights requested as soon as its first tile entry is
   // read (grouped_gemm_first_weights; the gate/up tile per box and in one box), and with stage 2 letting the
-  // combine launch as its blocks start (grouped_gemm_stage2_trigger): the same bits,
-  // y in bf16 the same bits as its kind's first y in bf16.
-  // Each row sets every switch, so the rows without one run with it off.
+  // combine launch as its blocks start (grouped_gemm_stage2_trigger), and stage 1 launched overlapped with
+  // the grouping without the prefetch (grouped_gemm_stage1_overlapped): the same bits, y in bf16 the same
+  // bits as its kind's first y in bf16. Each row sets every switch, so the rows without one run with it off.
   struct Kernel {
     const char* name;
     bool wgmma, swap, tma_a, quantise_h, y_bf16;
     bool ahead = false, h_by_position = false, uniform_scales = false, staged = false, two_parts = false;
     bool gate_up_box = false, overlapped = false, early_weights = false, swap_quantise_h = false;
     bool prefetch = false, tile_ready = false, take_runs = true, one_run_a_take = false;
-    bool first_weights = false, stage2_trigger = false;
+    bool first_weights = false, stage2_trigger = false, stage1_overlapped = false;
   };
-  const auto first_weights_early = [](Kernel k, const char* name, bool stage2_trigger) {
+  // A row with session 48's launch switches: first weights early, stage 2's trigger, stage 1 overlapped.
+  const auto with_launch_switches = [](Kernel k, const char* name, bool first_weights, bool stage2_trigger,
+                                       bool stage1_overlapped) {
     k.name = name;
-    k.first_weights = true;
+    k.first_weights = first_weights;
     k.stage2_trigger = stage2_trigger;
+    k.stage1_overlapped = stage1_overlapped;
     return k;
   };
   // Each kind of kernel's (wgmma swapped, wgmma, mma.sync) first fp32-y output at kM: its other forms match
@@ -358,6 +361,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
              early_weights_default = cuda::grouped_gemm_early_weights(),
              first_weights_default = cuda::grouped_gemm_first_weights(),
              stage2_trigger_default = cuda::grouped_gemm_stage2_trigger(),
+             stage1_overlapped_default = cuda::grouped_gemm_stage1_overlapped(),
              swap_quantise_h_default = cuda::grouped_gemm_swap_quantises_h();
   const int tile_ready_default = cuda::grouped_gemm_tile_ready();
   const int take_runs_default = cuda::grouped_gemm_take_runs();
@@ -391,14 +395,16 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
         Kernel{"wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, one run a take", true,
                true, true, true, false, false, false, false, false, false, true, false, false, true, true,
                true, true, true},
-        first_weights_early(Kernel{"", true, true, true, true, false}, "wgmma swapped, first weights early",
-                            false),
-        first_weights_early(
+        with_launch_switches(Kernel{"", true, true, true, true, false}, "wgmma swapped, first weights early",
+                             true, false, false),
+        with_launch_switches(Kernel{"", true, true, true, true, false}, "wgmma swapped, stage 1 overlapped",
+                             false, false, true),
+        with_launch_switches(
             Kernel{"", true, true, true, true, false, false, false, false, false, false, true, false, false,
                    true, true, true},
             "wgmma swapped, gate/up in one box, h quantised, prefetch, tile ready, first weights, "
-            "stage 2 trigger",
-            true),
+            "stage 2 trigger, stage 1 overlapped",
+            true, true, true),
         Kernel{"wgmma swapped, gate/up in one box, h quantised, overlapped, early weights, tile ready", true,
                true, true, true, false, false, false, false, false, false, true, true, true, true, false,
                true},
@@ -449,6 +455,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
     cuda::set_grouped_gemm_early_weights(kernel.early_weights);
     cuda::set_grouped_gemm_first_weights(kernel.first_weights);
     cuda::set_grouped_gemm_stage2_trigger(kernel.stage2_trigger);
+    cuda::set_grouped_gemm_stage1_overlapped(kernel.stage1_overlapped);
     cuda::set_grouped_gemm_swap_quantises_h(kernel.swap_quantise_h);
     cuda::set_grouped_gemm_prefetch_steps(kernel.prefetch ? 8 : 0);
     cuda::set_grouped_gemm_tile_ready(kernel.tile_ready ? 1 : 0);
@@ -504,6 +511,7 @@ TEST_P(ForcedPathGpu, GroupedGemmOnWgmmaAndMmaSync) {
   cuda::set_grouped_gemm_early_weights(early_weights_default);
   cuda::set_grouped_gemm_first_weights(first_weights_default);
   cuda::set_grouped_gemm_stage2_trigger(stage2_trigger_default);
+  cuda::set_grouped_gemm_stage1_overlapped(stage1_overlapped_default);
   cuda::set_grouped_gemm_swap_quantises_h(swap_quantise_h_default);
   cuda::set_grouped_gemm_prefetch_steps(prefetch_steps_default);
   cuda::set_grouped_gemm_tile_ready(tile_ready_default);

@@ -130,6 +130,14 @@ void set_grouped_gemm_first_weights(bool on);
 // (expert_wgmma.cu). The successor still waits for the whole of stage 2: the same bits either way.
 bool grouped_gemm_stage2_trigger();
 void set_grouped_gemm_stage2_trigger(bool on);
+// Whether the swapped kernel's stage 1 launches overlapped with the grouping (programmatic dependent launch:
+// its blocks set up their rings and wait while the grouping finishes) at every token count, not only where it
+// prefetches (grouped_gemm_prefetch_steps: experts averaging 4 or more pairs). Session 47's op timeline at 16
+// tokens: stage 1's first block started 2.3 us after the grouping ended, its first weight request 2.6 us
+// later. Off unless MOE_WGMMA_STAGE1_OVERLAPPED=1 (session 48, not yet measured);
+// set_grouped_gemm_stage1_overlapped overrides it (expert_wgmma.cu). The same bits either way.
+bool grouped_gemm_stage1_overlapped();
+void set_grouped_gemm_stage1_overlapped(bool on);
 // Whether the swapped kernel's fp8 stage 1 quantises h in its epilogue (a block takes both 64-output column
 // blocks of a 128-wide group of h and reduces each pair's amax across its consumer warps; the rank's phase a
 // multiple of 64) instead of writing bf16 h for fp8_rows, so one launch fewer between the stages (session

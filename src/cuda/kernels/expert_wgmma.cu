@@ -463,6 +463,8 @@ EnvSwitch early_weights_switch("MOE_WGMMA_EARLY_WEIGHTS", false);
 EnvSwitch first_weights_switch("MOE_WGMMA_FIRST_WEIGHTS", false);
 // Session 48: the swapped stage 2 lets its successor launch as its blocks start.
 EnvSwitch stage2_trigger_switch("MOE_WGMMA_STAGE2_TRIGGER", false);
+// Session 48: the swapped stage 1 launched overlapped with the grouping at every token count.
+EnvSwitch stage1_overlapped_switch("MOE_WGMMA_STAGE1_OVERLAPPED", false);
 std::atomic<bool> gate_up_box_refused{false};  // gate_up_box_map: the driver refused the 5-D map
 // On by default since session 26, with the two below: h written by sorted position for a one-box A in stage 2
 // (run_stages), the promotion with one column scale per kind of column (run_stages) and the consumers'
@@ -643,6 +645,14 @@ bool grouped_gemm_stage2_trigger() {
 
 void set_grouped_gemm_stage2_trigger(bool on) {
   stage2_trigger_switch.set(on);
+}
+
+bool grouped_gemm_stage1_overlapped() {
+  return stage1_overlapped_switch.get();
+}
+
+void set_grouped_gemm_stage1_overlapped(bool on) {
+  stage1_overlapped_switch.set(on);
 }
 
 bool grouped_gemm_gate_up_box_refused() {

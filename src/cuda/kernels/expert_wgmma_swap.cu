@@ -286,12 +286,14 @@ void launch(MmaKernelArgs k, int max_tiles, cudaStream_t stream) {
   if (kFp8 && !gate_up_box)
     w_map =
         swizzled_row_tile_map(kStage == 1 ? k.w.w13 : k.w.w2, 1, k.k, w_rows, kStage == 1 ? 8 : kWeightRows);
-  // Launched overlapped (programmatic dependent launch) when asked, or to prefetch (stage 1), which waits for
+  // Launched overlapped (programmatic dependent launch) when asked (both stages, or stage 1 alone:
+  // grouped_gemm_stage1_overlapped), or to prefetch (stage 1), which waits for
   // the grouping but lets stage 2 launch only as it ends, or as stage 2 per tile. Stage 1 with tile counts
   // lets stage 2 launch as its blocks start (stage 2's blocks then take the SMs stage 1's leave; all of stage
   // 1's blocks are resident by then, so none of stage 2's waits on a block that cannot run). Stage 2 with
   // grouped_gemm_stage2_trigger lets its successor launch as its blocks start (the successor waits for it).
-  const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0 || k.tile_ready_target > 0;
+  const bool overlapped = grouped_gemm_overlapped() || k.prefetch_steps > 0 || k.tile_ready_target > 0 ||
+                          (kStage == 1 && grouped_gemm_stage1_overlapped());
   const bool trigger = grouped_gemm_overlapped() || (kStage == 1 && k.tile_ready) ||
                        (kStage == 2 && grouped_gemm_stage2_trigger());
   // Stage 1's consumer warps each arrive on the done count once.
