@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Session 49's first call (carry .carry/s49a.tar.xz: main's build; .carry/s49-timeline.tar.xz: its
 # MOE_KERNEL_TIMELINE build as bin/moe-timeline). Session 48 got no device, so this is its plan too, with
-# session 48's two new measuring knobs (both off by default, built, not run on a GPU):
+# session 48's new measuring knobs (all off by default, built, not run on a GPU):
 #   MOE_WGMMA_FIRST_WEIGHTS=1   the swapped kernel's fp8 stage 1 requests its first ring of weight tiles as
 #                               soon as its first tile entry is read (session 47's op timeline: 2.3-3.1 us from
 #                               stage 1's wait to its last block's first weight request at 64-256 tokens);
 #   MOE_WGMMA_STAGE2_TRIGGER=1  the swapped stage 2 lets the combine launch as its blocks start (session 47:
-#                               the combine's first block 2.3 us after stage 2's last block ended).
+#                               the combine's first block 2.3 us after stage 2's last block ended);
+#   MOE_WGMMA_STAGE1_OVERLAPPED=1  stage 1 launched overlapped with the grouping below 64 tokens too (where
+#                               it does not prefetch; session 47 at 16 tokens: stage 1 started 2.3 us after
+#                               the grouping ended), measured as a 2x2 with the small prologue (8 / 32 tokens).
 # Their forced-path GPU rows first (same bits, against the CPU reference), then a 2x2 of the two in one
 # process (moe bench --env-ab A+B=..., new in session 48), stage 2's early weights with stage 2 per tile
 # (MOE_WGMMA_EARLY_WEIGHTS, last measured before stage 2 ran per tile), session 48's small-prologue A/B, the
@@ -37,18 +40,20 @@ pack
 bench_ab $R/early-weights-ab.log MOE_WGMMA_EARLY_WEIGHTS 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256
 pack
-for spec in qwen3-30b-a3b:fp8_block,bf16:9,16,32 qwen3-235b-a22b-tp8:fp8_block:16,32 deepseek-v3-tp8:fp8_block:16; do
+early=MOE_SMALL_PROLOGUE_TOKENS+MOE_WGMMA_STAGE1_OVERLAPPED
+for spec in qwen3-30b-a3b:fp8_block,bf16:9,16,32,48 qwen3-235b-a22b-tp8:fp8_block:16,32 deepseek-v3-tp8:fp8_block:16; do
   IFS=: read -r shape formats ms <<< "$spec"
-  bench_ab $R/small-prologue-ab.log MOE_SMALL_PROLOGUE_TOKENS 8,32 $B/moe --shapes "$shape" --formats "$formats" \
-    --M "$ms" > /dev/null
-  echo "small prologue ab $shape t=$(el)"
+  bench_ab $R/small-prologue-ab.log $early 8+0,32+0,8+1,32+1 $B/moe --shapes "$shape" \
+    --formats "$formats" --M "$ms" > /dev/null
+  echo "small prologue x stage 1 overlapped ab $shape t=$(el)"
 done
 awk 'NF >= 12 { k = $1 " " $2 " M=" $3 " " $11; s[k] += $4; n[k]++ }
      END { for (k in s) printf "%s: %.2f us (mean of %d)\n", k, s[k] / n[k], n[k] }' $R/small-prologue-ab.log | sort
 pack
 if [ -x $B/moe-timeline ] && [ "$(cap 40 0)" -ge 40 ]; then
   for on in 0 1; do
-    MOE_WGMMA_FIRST_WEIGHTS=$on MOE_WGMMA_STAGE2_TRIGGER=$on MOE_KERNEL_TIMELINE=1 timeout "$(cap 30 10)" \
+    MOE_WGMMA_FIRST_WEIGHTS=$on MOE_WGMMA_STAGE2_TRIGGER=$on MOE_WGMMA_STAGE1_OVERLAPPED=$on MOE_KERNEL_TIMELINE=1 \
+      timeout "$(cap 30 10)" \
       $B/moe-timeline bench --shapes qwen3-30b-a3b --formats fp8_block --M 16,64,256 \
       > $R/op-timeline-knobs$on.log 2>&1
     grep -E "^qwen|prologue +[0-9]|align|GEMM [12] +1|combine +[0-9]|GEMM 1 +marks|layer \(" $R/op-timeline-knobs$on.log
