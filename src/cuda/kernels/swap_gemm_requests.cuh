@@ -67,7 +67,7 @@ template <int kStages>
 __device__ int request_first_item_weights(const MmaKernelArgs& a, int2 entry, int cb, uint32_t smem0,
                                           int slot_bytes, const CUtensorMap* w_map, bool gate_up_box,
                                           uint64_t (&full)[kStages]) {
-  const WorkItem w{entry.x, entry.y, entry.y, cb * (kWeightRows / 2)};  // (m_end: unused by the request)
+  const WorkItem w{entry.x, entry.y, entry.y, column_block_first_output<1>(cb)};  // (m_end: unused here)
   const int n = min(kStages, a.steps);
   for (int step = 0; step < n; ++step)
     request_weight_tile<1>(a, w, step, smem0 + step * slot_bytes, w_map, gate_up_box, &full[step]);
@@ -83,7 +83,7 @@ __device__ int request_first_item_weights(const MmaKernelArgs& a, int2 entry, in
 __device__ __forceinline__ void prefetch_first_item_rows(const MmaKernelArgs& a, int n_blocks, int tid) {
   const int n_runs = a.h_codes ? a.h_groups : n_blocks;
   const Run run = run_of<1>(a, blockIdx.x, n_runs, n_blocks);
-  const int e = run.tile, P = a.w.inter, n = run.begin * (kWeightRows / 2) + tid % 64;
+  const int e = run.tile, P = a.w.inter, n = column_block_first_output<1>(run.begin) + tid % 64;
   if (e >= a.w.num_experts || n >= P) return;
   const size_t row = (static_cast<size_t>(e) * 2 + tid / 64) * P + n;
   bulk_prefetch_l2(a.w.w13 + row * a.k, static_cast<uint32_t>(min(a.prefetch_steps * kTileRowBytes, a.k)));

@@ -162,12 +162,18 @@ struct WorkItem {
   int e, m0, m_end, n0;
 };
 
-// Item (tile, column block cb): the tile's expert, first pair and the expert's end, cb's first output
-// (stage 1: of h; stage 2: of y).
+// Column block cb's first output (stage 1: of h, a block's weight rows being gate and up rows of half as
+// many outputs; stage 2: of y).
+template <int kStage>
+__device__ __forceinline__ int column_block_first_output(int cb) {
+  return cb * (kStage == 1 ? kWeightRows / 2 : kWeightRows);
+}
+
+// Item (tile, column block cb): the tile's expert, first pair and the expert's end, cb's first output.
 // work_item_of takes the tile's entry already read (the copier waits on its tile's count meanwhile).
 template <int kStage>
 __device__ __forceinline__ WorkItem work_item_of(const MmaKernelArgs& a, int2 tile, int cb) {
-  return {tile.x, tile.y, a.offsets[tile.x + 1], cb * (kStage == 1 ? kWeightRows / 2 : kWeightRows)};
+  return {tile.x, tile.y, a.offsets[tile.x + 1], column_block_first_output<kStage>(cb)};
 }
 template <int kStage>
 __device__ __forceinline__ WorkItem work_item(const MmaKernelArgs& a, int tile_index, int cb) {
