@@ -22,8 +22,11 @@
 #                              the grouped-GEMM forced-path GPU test (at most CAP s, RES s kept for what
 #                              follows) into $R/forced-paths.log; prints its verdicts and the new rows' M=400
 #   bench_ab LOG VAR V1,V2 MOE ARGS..
-#                              the same A/B in one process (moe bench --env-ab, two rounds): no process start
-#                              per setting; rows end "VAR=V rN"; prints them pivoted by shape, format and M
+#                              the same A/B in one process (moe bench --env-ab, ROUNDS rounds, default two):
+#                              no process start per setting; rows end "VAR=V rN" (VAR may be A+B, V 1+0:
+#                              several variables at once); prints them pivoted by shape, format and M
+#   ab_means LOG               bench_ab's LOG as one line per shape, format, M and setting: its mean over the
+#                              rounds
 #   ab_winner LOG VAR OFF ON   prints ON when bench_ab's LOG has VAR=ON faster than VAR=OFF (the mean of its
 #                              rounds) by at least 0.2 % at every shape, format and M it holds, else OFF:
 #                              what a plan passes on to its gpu-check, e.g. export VAR=$(ab_winner ...)
@@ -160,11 +163,15 @@ bench_ab() {
   local log=$1 var=$2 values=$3 moe=$4
   shift 4
   [ "$(cap 30 0)" -lt 30 ] && return
-  timeout "$(cap 120 0)" "$moe" bench "$@" --env-ab "$var=$values" --rounds 2 2>&1 |
+  timeout "$(cap 120 0)" "$moe" bench "$@" --env-ab "$var=$values" --rounds "${ROUNDS:-2}" 2>&1 |
     grep -E "^[a-z0-9-]+ +(fp8|bf16|mxfp4)|rror" >> "$log"
   awk 'NF >= 12 { k = $1 " " $2 " M=" $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
                   v[k] = v[k] " " $11 "/" $12 " " $4 }
        END { for (i = 1; i <= n; ++i) print order[i] ":" v[order[i]] }' "$log"
+}
+ab_means() {
+  awk 'NF >= 12 { k = $1 " " $2 " M=" $3 " " $11; s[k] += $4; n[k]++ }
+       END { for (k in s) printf "%s: %.2f us (mean of %d)\n", k, s[k] / n[k], n[k] }' "$1" | sort
 }
 ab_winner() {
   awk -v var="$2" -v off="$3" -v on="$4" \

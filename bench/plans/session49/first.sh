@@ -34,8 +34,7 @@ echo "2x2 30B t=$(el)"
 bench_ab $R/first-trigger-ab.log $knobs 0+0,1+1 $B/moe --shapes qwen3-235b-a22b-tp8,qwen3-next-80b-a3b \
   --formats fp8_block --M 64,256
 echo "2x2 others t=$(el)"
-awk 'NF >= 12 { k = $1 " " $2 " M=" $3 " " $11; s[k] += $4; n[k]++ }
-     END { for (k in s) printf "%s: %.2f us (mean of %d)\n", k, s[k] / n[k], n[k] }' $R/first-trigger-ab.log | sort
+ab_means $R/first-trigger-ab.log
 pack
 bench_ab $R/early-weights-ab.log MOE_WGMMA_EARLY_WEIGHTS 0,1 $B/moe --shapes qwen3-30b-a3b --formats fp8_block \
   --M 64,256
@@ -47,8 +46,7 @@ for spec in qwen3-30b-a3b:fp8_block,bf16:9,16,32,48 qwen3-235b-a22b-tp8:fp8_bloc
     --formats "$formats" --M "$ms" > /dev/null
   echo "small prologue x stage 1 overlapped ab $shape t=$(el)"
 done
-awk 'NF >= 12 { k = $1 " " $2 " M=" $3 " " $11; s[k] += $4; n[k]++ }
-     END { for (k in s) printf "%s: %.2f us (mean of %d)\n", k, s[k] / n[k], n[k] }' $R/small-prologue-ab.log | sort
+ab_means $R/small-prologue-ab.log
 pack
 if [ -x $B/moe-timeline ] && [ "$(cap 40 0)" -ge 40 ]; then
   for on in 0 1; do

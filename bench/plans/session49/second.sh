@@ -16,11 +16,9 @@ echo "first weights $MOE_WGMMA_FIRST_WEIGHTS, stage 2 trigger $MOE_WGMMA_STAGE2_
 quick_gpu_check $B 90
 unset MOE_WGMMA_FIRST_WEIGHTS MOE_WGMMA_STAGE2_TRIGGER MOE_SMALL_PROLOGUE_TOKENS
 pack
-timeout "$(cap 80 5)" $B/moe bench --shapes qwen3-30b-a3b --formats fp8_block,bf16 --M 256 \
-  --env-ab MOE_GROUPING_MIN_CHUNK=1024,2048 --rounds 4 2>&1 | grep -E "^[a-z0-9-]+ +(fp8|bf16)|rror" \
-  > $R/grouping-chunk-ab.log
-awk 'NF >= 12 { k = $1 " " $2 " M=" $3 " " $11; s[k] += $4; n[k]++ }
-     END { for (k in s) printf "%s: %.2f us (mean of %d)\n", k, s[k] / n[k], n[k] }' $R/grouping-chunk-ab.log | sort
+ROUNDS=4 bench_ab $R/grouping-chunk-ab.log MOE_GROUPING_MIN_CHUNK 1024,2048 $B/moe --shapes qwen3-30b-a3b \
+  --formats fp8_block,bf16 --M 256 > /dev/null
+ab_means $R/grouping-chunk-ab.log
 stop_packing
 pack
 echo "done t=$(el)"
